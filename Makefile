@@ -1,0 +1,34 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+OUT ?= out/quickstart
+
+.PHONY: run test test-slow bench lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/diffpriv optimize configs/quickstart.toml --out $(OUT)
+	$(VENV)/bin/diffpriv certify $(OUT)/certificate.json
+	$(VENV)/bin/diffpriv export $(OUT)/certificate.json --format csv --out $(OUT)/table.csv
+
+test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow and not gpu"
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m "slow"
+
+bench: $(STAMP)
+	$(PY) benchmarks/optimality.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check diffpriv tests benchmarks experiments
+
+clean:
+	rm -rf $(VENV) out
