@@ -1,0 +1,16 @@
+"""Strict test settings: float64 everywhere, warnings are errors (pyproject), a PRNG key fixture."""
+
+import os
+
+os.environ.setdefault("JAX_ENABLE_X64", "1")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture
+def key():
+    return jax.random.PRNGKey(0)
