@@ -1,0 +1,125 @@
+"""Exact budget check in rational arithmetic (``fractions`` and ``decimal``, no float rounding).
+
+The certified mechanism is the stored table with each row divided by its exact sum, applied to
+the stored items divided by their exact sums (see :mod:`._safety`). Every float64 number is a
+dyadic rational, so ``Fraction(x)`` is exact and so are the laws
+
+    ``P_k = Σ_x (wa[k, x] / Σ wa[k]) · A[sa[k], x] / Σ_y A[sa[k], x, y]``  (and ``Q_k``).
+
+The only irrational quantity is ``e^ε``. :func:`exp_lower` gives a rational ``c ≤ e^ε``:
+the exponent is rounded down to ``digits`` significant digits (``ROUND_FLOOR``), ``Decimal.exp``
+is correctly rounded (half-even) at that precision, and two ulps are subtracted. With ``c``:
+
+* pure: ``P[y] ≤ c·Q[y]`` and ``Q[y] ≤ c·P[y]`` for every ``y`` implies the exact level is
+  ``≤ ε``. A ratio within ``~10^-digits`` below ``e^ε`` fails: ties count as failures.
+* approximate: ``Σ_y max(0, P − c·Q)`` is an upper bound of the exact hockey-stick
+  (``c`` only shrinks what is subtracted); it must be ``≤ δ`` in both directions.
+
+An extended-DP exponent is the exact product ``ε · d(x, x')`` of the two float64 numbers.
+"""
+
+from __future__ import annotations
+
+import decimal
+from fractions import Fraction
+
+import numpy as np
+
+from .._problem import Comparisons, ExtendedDP, Problem
+
+__all__ = ["exp_lower", "exact_holds", "DIGITS"]
+
+DIGITS = 60
+"""Significant decimal digits used for ``e^ε`` (at least 50)."""
+
+_EXPONENT_CAP = Fraction(10_000)
+"""Exponents are capped here: ``e^10000 ≈ 10^4343`` already exceeds every ratio of two positive
+laws built from float64 numbers (``< 10^700``), so the cap changes no decision (and ``e^cap`` is
+still a lower bound of ``e^x``)."""
+
+
+def exp_lower(x: Fraction, digits: int = DIGITS) -> Fraction:
+    """A rational lower bound of ``e^x`` for ``x ≥ 0``, within ``~3·10^(1−digits)`` relative.
+
+    ``x = 0`` gives exactly 1.
+    """
+    if x == 0:
+        return Fraction(1)
+    ctx = decimal.Context(prec=digits, rounding=decimal.ROUND_FLOOR, Emax=decimal.MAX_EMAX,
+                          Emin=decimal.MIN_EMIN)
+    x_low = ctx.divide(decimal.Decimal(x.numerator), decimal.Decimal(x.denominator))
+    e = ctx.exp(x_low)  # correctly rounded: |e − exp(x_low)| ≤ ½ ulp
+    return Fraction(ctx.next_minus(ctx.next_minus(e)))
+
+
+class _ExactRows:
+    """Exactly normalised rows ``A[s, x] / Σ_y A[s, x, y]`` as Fractions, built on demand."""
+
+    def __init__(self, table: np.ndarray):
+        self.table = table
+        self.cache: dict[tuple[int, int], list[Fraction]] = {}
+
+    def __call__(self, s: int, x: int) -> list[Fraction]:
+        if (s, x) not in self.cache:
+            row = [Fraction(float(v)) for v in self.table[s, x]]
+            total = sum(row, Fraction(0))
+            if total <= 0:
+                raise ValueError(f"table: row ({s}, {x}) has no mass")
+            self.cache[(s, x)] = [v / total for v in row]
+        return self.cache[(s, x)]
+
+    def law(self, s: int, w: np.ndarray) -> list[Fraction]:
+        """``Σ_x (w[x] / Σ w) · row(s, x)`` exactly, a list of ``n_out`` Fractions."""
+        used = [(int(x), Fraction(float(w[x]))) for x in np.flatnonzero(w > 0)]
+        total = sum((wx for _, wx in used), Fraction(0))
+        out = [Fraction(0)] * self.table.shape[-1]
+        for x, wx in used:
+            coef = wx / total
+            out = [o + coef * v for o, v in zip(out, self(s, x), strict=True)]
+        return out
+
+
+def _exponent(problem: Problem, comps: Comparisons, k: int) -> Fraction:
+    c = problem.constraints[int(comps.group[k])]
+    if isinstance(c, ExtendedDP):
+        return Fraction(float(c.epsilon)) * Fraction(float(comps.scale[k]))
+    return Fraction(float(c.epsilon))
+
+
+def _one_way_delta(P: list[Fraction], Q: list[Fraction], c: Fraction) -> Fraction:
+    return sum((max(Fraction(0), p - c * q) for p, q in zip(P, Q, strict=True)), Fraction(0))
+
+
+def exact_holds(problem: Problem, table: np.ndarray, digits: int = DIGITS) -> np.ndarray:
+    """``[K]`` bool: comparison ``k`` provably meets its budget, in exact arithmetic.
+
+    Args:
+      problem: the problem (``K = problem.comparisons().size``).
+      table: ``[n_profiles, n_in, n_out]`` non-negative float64 table, every row with mass.
+      digits: decimal precision of the ``e^ε`` lower bound (``≥ 50``).
+
+    Returns:
+      ``[K]`` bool, ``True`` where the exactly normalised mechanism satisfies the comparison's
+      budget (pure: every ratio ``≤`` a lower bound of ``e^ε``; approximate: an upper bound of
+      the hockey-stick ``≤ δ``, both directions).
+    """
+    if digits < 50:
+        raise ValueError(f"digits: need at least 50, got {digits}")
+    table = np.asarray(table, dtype=np.float64)
+    comps = problem.comparisons()
+    rows = _ExactRows(table)
+    out = np.zeros(comps.size, dtype=bool)
+    bounds: dict[Fraction, Fraction] = {}
+    for k in range(comps.size):
+        P = rows.law(int(comps.sa[k]), comps.wa[k])
+        Q = rows.law(int(comps.sb[k]), comps.wb[k])
+        x = min(_exponent(problem, comps, k), _EXPONENT_CAP)
+        if x not in bounds:
+            bounds[x] = exp_lower(x, digits)
+        c = bounds[x]
+        if comps.delta[k] == 0:
+            out[k] = all(p <= c * q and q <= c * p for p, q in zip(P, Q, strict=True))
+        else:
+            delta = Fraction(float(comps.delta[k]))
+            out[k] = max(_one_way_delta(P, Q, c), _one_way_delta(Q, P, c)) <= delta
+    return out

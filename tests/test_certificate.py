@@ -1,0 +1,196 @@
+"""Certificates: certify, save, verify from scratch; edited certificates must fail."""
+
+import copy
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+import diffpriv as dp
+from diffpriv.certify import (
+    Certificate,
+    certify,
+    constraint_levels,
+    exact_holds,
+    pure_margin,
+    verify,
+)
+
+
+def rr_table(k: int, eps: float) -> np.ndarray:
+    """k-ary randomized response: A[x,x] = e^ε/(e^ε+k−1), otherwise 1/(e^ε+k−1)."""
+    e = math.exp(eps)
+    return ((np.ones((k, k)) + (e - 1) * np.eye(k)) / (e + k - 1))[None]
+
+
+def ldp_problem(k: int, eps: float) -> dp.Problem:
+    X = dp.Domain(tuple(f"v{i}" for i in range(k)))
+    return dp.Problem(X, X, 1 - np.eye(k), np.ones(k) / k, constraints=(dp.LocalDP(eps),))
+
+
+@pytest.fixture(scope="module")
+def mixed_problem():
+    """Two profiles, dense items, pure and approximate DistP, approximate LDP and XDP."""
+    rng = np.random.default_rng(0)
+    X = dp.Domain.grid(2, 3)
+    nx = X.size
+    items = tuple(dp.Item(f"i{i}", rng.dirichlet(np.ones(nx)), profile=i % 2) for i in range(4))
+    return dp.Problem(
+        X, X, X.distances(X), rng.dirichlet(np.ones(2 * nx)).reshape(2, nx), items=items,
+        profiles=("home", "out"),
+        constraints=(dp.DistP(((0, 1), (1, 2), (2, 3)), 0.5), dp.DistP(((0, 3),), 0.3, 0.05, "apx"),
+                     dp.LocalDP(2.0, 0.01, name="ldp"), dp.ExtendedDP(1.5)),
+    )
+
+
+@pytest.fixture(scope="module")
+def cert(mixed_problem):
+    X = mixed_problem.inputs
+    A = np.exp(-2.0 * X.distances(X))
+    A = np.broadcast_to(A / A.sum(axis=-1, keepdims=True), mixed_problem.shape)
+    return certify(mixed_problem, A, seed=3, meta={"optimizer": "test"})
+
+
+def test_certificate_round_trip_and_verify(cert, tmp_path):
+    assert cert.ok and 0 < cert.repair_t < 1
+    assert [c.name for c in cert.constraints] == ["distp", "apx", "ldp", "xdp"]
+    assert all(c.margin >= 0 and c.witness is not None for c in cert.constraints)
+    assert cert.constraints[1].epsilon_at_delta is not None
+    assert cert.problem_hash == dp.problem_hash(dp.problem_from_dict(cert.problem))
+    path = cert.save(tmp_path / "cert.json")
+    assert sorted(os.listdir(tmp_path)) == ["cert.json"]
+    json.loads(path.read_text())  # strict JSON
+    for obj in (cert, cert.to_dict(), path, str(path), Certificate.load(path)):
+        report = verify(obj)
+        assert report.ok, report.failures
+    report = verify(path, exact=True)
+    assert report.ok and report.exact, report.failures
+    assert [c.level for c in report.levels] == [c.level for c in cert.constraints]
+    assert Certificate.load(path).to_dict() == cert.to_dict()
+
+
+def _edited(d, path, value):
+    d = copy.deepcopy(d)
+    *head, last = path
+    target = d
+    for key in head:
+        target = target[key]
+    target[last] = value(target[last]) if callable(value) else value
+    return d
+
+
+EDITS = {
+    "level": (["constraints", 0, "level"], lambda v: v * 0.9),
+    "margin": (["constraints", 0, "margin"], lambda v: v + 1e-3),
+    "epsilon_at_delta": (["constraints", 1, "epsilon_at_delta"], lambda v: v + 0.1),
+    "ok flag of a constraint": (["constraints", 2, "ok"], False),
+    "worst pair": (["constraints", 0, "worst"], lambda v: v + 1),
+    "witness": (["constraints", 3, "witness", "P", 0], lambda v: v * 1.01),
+    "budget in the summary": (["constraints", 0, "epsilon"], lambda v: v * 2),
+    "budget in the problem": (["problem", "constraints", 0, "epsilon"], lambda v: v * 2),
+    "delta in the problem": (["problem", "constraints", 1, "delta"], lambda v: v / 2),
+    "loss": (["loss"], lambda v: v * 0.999),
+    "expected loss": (["expected_loss"], lambda v: v * 0.999),
+    "worst loss": (["worst_loss"], lambda v: v * 1.001),
+    "table entry": (["table", 1, 2, 3], lambda v: v * (1 + 1e-9)),
+    "prior entry (tiny)": (["problem", "prior", 0, 1], lambda v: v + 1e-12),
+    "prior entry (large)": (["problem", "prior", 0, 1], lambda v: v + 1e-2),
+    "item distribution": (["problem", "items", 0, "dist", 0], lambda v: v + 1e-13),
+    "loss matrix": (["problem", "loss", 0, 1], lambda v: v * 0.5),
+    "ok flag": (["ok"], False),
+    "problem hash": (["problem_hash"], "0" * 64),
+    "repair weight": (["repair", "t"], lambda v: min(1.0, v * 3)),
+    "repair nu": (["repair", "nu", 0], lambda v: v + 0.5),
+    "format": (["format"], "diffpriv-certificate/0"),
+    "a constraint dropped": (["constraints"], lambda v: v[:-1]),
+}
+
+
+@pytest.mark.parametrize("what", list(EDITS))
+def test_edited_certificates_fail(cert, what):
+    path, value = EDITS[what]
+    report = verify(_edited(cert.to_dict(), path, value))
+    assert not report.ok and report.failures
+
+
+def test_edited_table_with_rows_still_summing_to_one_fails(cert):
+    """Move mass between two outputs of one row: row sums stay 1, the claims do not."""
+    d = cert.to_dict()
+    row = d["table"][0][0]
+    row[0], row[1] = row[0] + 0.01, row[1] - 0.01
+    report = verify(d)
+    assert not report.ok
+    assert any("recomputed" in f for f in report.failures)
+
+
+def test_tiny_violation_is_never_certified_without_repair():
+    """Level ε·(1 + 1e-12): float64 refuses, exact arithmetic refuses, repair fixes it."""
+    eps = 1.0
+    problem = ldp_problem(2, eps)
+    table = rr_table(2, eps * (1 + 1e-12))
+    (level,) = constraint_levels(problem, table)
+    assert level.level == pytest.approx(eps * (1 + 1e-12), rel=1e-14) and not level.ok
+    bad = certify(problem, table, repair=False)
+    assert not bad.ok and bad.repair_t == 0.0
+    for exact in (False, True):
+        report = verify(bad, exact=exact)
+        assert not report.ok
+        assert any("exceed the budget" in f for f in report.failures)
+    assert not exact_holds(problem, bad.table).any()
+    assert any("not proven by exact arithmetic" in f for f in verify(bad, exact=True).failures)
+    good = certify(problem, table)
+    assert good.ok and 0 < good.repair_t < 1e-7
+    assert good.constraints[0].level <= eps - pure_margin(eps, 2, 2)
+    assert verify(good, exact=True).ok
+
+
+def test_float_margin_is_conservative_where_exact_arithmetic_is_not():
+    """Level ε·(1 − 1e-12) truly holds: exact arithmetic proves it, float64 (margin 1e-9) won't."""
+    problem = ldp_problem(3, 1.0)
+    table = rr_table(3, 1.0 - 1e-12)
+    assert exact_holds(problem, table).all()
+    assert not constraint_levels(problem, table)[0].ok
+
+
+@pytest.mark.parametrize("k", [2, 4, 9])
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+def test_randomized_response_certifies(k, eps):
+    """RR's level is ε to 1e-12. At exactly ε float64 cannot prove ``level ≤ ε − margin``, so
+    certify mixes a tiny t (≈ margin, below 1e-7); RR at ε·(1 − 1e-6) certifies with t = 0."""
+    problem = ldp_problem(k, eps)
+    assert constraint_levels(problem, rr_table(k, eps))[0].level == pytest.approx(eps, abs=1e-12)
+    cert = certify(problem, rr_table(k, eps))
+    m = pure_margin(eps, k, k)
+    assert cert.ok and 0 <= cert.repair_t < 1e-7
+    assert eps - 3 * m <= cert.constraints[0].level <= eps - m
+    assert verify(cert, exact=True).ok
+    loose = certify(problem, rr_table(k, eps * (1 - 1e-6)))
+    assert loose.ok and loose.repair_t == 0.0 and loose.repair_nu is None
+
+
+def test_save_is_atomic(cert, tmp_path, monkeypatch):
+    path = tmp_path / "cert.json"
+    path.write_text("previous")
+
+    def boom(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        cert.save(path)
+    assert path.read_text() == "previous"
+    assert sorted(os.listdir(tmp_path)) == ["cert.json"]
+
+
+def test_unreadable_inputs_are_reported_not_raised(tmp_path):
+    assert not verify(tmp_path / "missing.json").ok
+    (tmp_path / "junk.json").write_text("{not json")
+    assert not verify(tmp_path / "junk.json").ok
+    assert not verify({"format": "diffpriv-certificate/1"}).ok
+
+
+def test_meta_must_be_json():
+    with pytest.raises(TypeError):
+        certify(ldp_problem(2, 1.0), rr_table(2, 0.5), meta={"f": object()})
