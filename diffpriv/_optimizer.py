@@ -1,0 +1,217 @@
+"""The optimizer: configuration, result, and the one-call wrapper.
+
+``Optimizer(...)`` is configuration (static); calling it on a :class:`~diffpriv.Problem`
+returns an :class:`OptimizeResult`. ``optimize(problem, **options)`` does both.
+
+The default method is restarted mirror PDHG on the softmax logits (:mod:`diffpriv._pdhg`),
+which solves every constraint of this release (all linear in the table) to high accuracy, and
+whose dual iterates certify a lower bound on the optimum, hence the result's own optimality gap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from . import _pdhg  # noqa: E402
+from ._linear import LinearData, constraint_matrix, linear_data, lower_bound  # noqa: E402
+from ._polish import polish  # noqa: E402
+from ._problem import Problem  # noqa: E402
+
+__all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch"]
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizeResult:
+    """What the optimizer found.
+
+    Attributes:
+      table: ``[n_profiles, n_in, n_out]`` float64 row-stochastic table (not yet certified).
+      objective: the problem's objective for ``table``.
+      lower_bound: a certified lower bound on the optimal objective (weak duality).
+      gap: ``(objective − lower_bound) / max(|lower_bound|, tiny)``; meaningful once the table
+        is certified (a repair can only raise the objective by a little).
+      max_violation: the largest constraint violation of ``table`` in the solver's units
+        (ℓ1-normalised rows of G; ≤ 0 means feasible).
+      steps: steps taken.
+      seconds: wall time, compilation included.
+      seed: the seed used.
+      converged: whether the KKT tolerance was reached before ``steps``.
+      history: per-period traces, ``{"kkt": [...], "lower_bound": [...]}``.
+    """
+
+    table: np.ndarray
+    objective: float
+    lower_bound: float
+    gap: float
+    max_violation: float
+    steps: int
+    seconds: float
+    seed: int
+    converged: bool
+    history: dict[str, np.ndarray]
+    options: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Optimizer:
+    """Restarted mirror PDHG on softmax logits.
+
+    Args:
+      steps: the maximum number of primal–dual steps.
+      period: steps between restarts (and between convergence checks).
+      omega: primal weight, relative to the problem's natural scale.
+      tol: stop when the KKT error (relative duality gap + violation) falls below this.
+      chunk: periods per compiled call (the progress bar advances between calls).
+      jitter: scale of the seeded random perturbation of the uniform starting logits.
+      polish: project the final table onto its guessed active face (:mod:`diffpriv._polish`).
+    """
+
+    steps: int = 100_000
+    period: int = 500
+    omega: float = 0.3
+    tol: float = 1e-9
+    chunk: int = 20
+    jitter: float = 1e-3
+    polish: bool = True
+
+    def __post_init__(self):
+        for name in ("steps", "period", "chunk"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"optimizer.{name}: must be a positive integer, got {v!r}")
+        for name in ("omega", "tol"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"optimizer.{name}: must be a positive number, got {v!r}")
+
+    def __call__(self, problem: Problem, *, seed: int = 0,
+                 progress: Callable[[int, int, float], None] | None = None) -> OptimizeResult:
+        """Optimizes ``problem``; ``progress(done, total, kkt)`` is called between chunks."""
+        start = time.perf_counter()
+        worst = problem.objective == "worst"
+        data = linear_data(problem)
+        steps = _steps_fn(data, worst, self.omega)
+        state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter)
+        n_periods = max(1, self.steps // self.period)
+        done, kkts, lbs, converged = 0, [], [], False
+        scale = _objective_scale(problem)
+        while done < n_periods:
+            n = min(self.chunk, n_periods - done)
+            state, (kkt, lb) = _run(data, steps, state, n, self.period, worst)
+            done += n
+            kkts.append(np.asarray(kkt))
+            lbs.append(np.asarray(lb))
+            err = float(kkt[-1]) / scale
+            if progress is not None:
+                progress(done * self.period, n_periods * self.period, err)
+            if err <= self.tol:
+                converged = True
+                break
+        table = np.asarray(jnp.exp(state.theta)).reshape(problem.shape)
+        table = table / table.sum(axis=-1, keepdims=True)
+        lb = float(lower_bound(data, state.best_u, state.best_nu / steps.row_norm, worst=worst))
+        g, delta = (np.asarray(a) for a in constraint_matrix(data))
+        if self.polish and g.shape[0]:
+            table = polish(problem, table, g, delta, np.asarray(state.u))
+        obj = problem.objective_value(table)
+        w = np.asarray(jax.nn.softmax(state.phi, axis=-1))[:, :-1]
+        viol = g @ table.reshape(-1, table.shape[-1]) - delta[:, None] * w
+        return OptimizeResult(
+            table=table,
+            objective=obj,
+            lower_bound=lb,
+            gap=(obj - lb) / max(abs(lb), 1e-300),
+            max_violation=float(jnp.max(viol)) if viol.size else 0.0,
+            steps=done * self.period,
+            seconds=time.perf_counter() - start,
+            seed=seed,
+            converged=converged,
+            history={"kkt": np.concatenate(kkts), "lower_bound": np.concatenate(lbs)},
+            options=dataclasses.asdict(self),
+        )
+
+
+def _objective_scale(problem: Problem) -> float:
+    if problem.objective == "worst":
+        return max(float(problem.loss.max()), 1e-300)
+    return max(float(np.einsum("sx,xy->", problem.prior, problem.loss)) / problem.outputs.size, 1e-300)
+
+
+@jax.jit(static_argnums=(1, 2))
+def _steps_jit(data, worst, omega):
+    return _pdhg.step_sizes(data, worst=worst, omega_scale=omega)
+
+
+def _steps_fn(data: LinearData, worst: bool, omega: float) -> _pdhg.Steps:
+    return _steps_jit(data, worst, omega)
+
+
+@jax.jit(static_argnums=(3, 4, 5))
+def _run(data, steps, state, n_periods, period, worst):
+    return _pdhg.run_periods(data, steps, state, n_periods=n_periods, period=period, worst=worst)
+
+
+def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progress: bool = False,
+             **options) -> OptimizeResult:
+    """Finds a near-optimal table for ``problem`` (one call: configure and run).
+
+    Args:
+      problem: the problem.
+      steps: maximum number of steps (default: :class:`Optimizer`'s).
+      seed: PRNG seed of the starting jitter; results are deterministic for a seed.
+      progress: show a progress bar (rich) between compiled chunks.
+      **options: other :class:`Optimizer` fields (``period``, ``omega``, ``tol``, ...).
+    """
+    if steps is not None:
+        options["steps"] = steps
+    opt = Optimizer(**options)
+    if not progress:
+        return opt(problem, seed=seed)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("optimizing"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
+                  TextColumn("kkt {task.fields[kkt]:.1e}"), TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task("opt", total=opt.steps, kkt=float("nan"))
+
+        def report(done, total, kkt):
+            bar.update(task, completed=done, total=total, kkt=kkt)
+
+        return opt(problem, seed=seed, progress=report)
+
+
+def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int = 0,
+                **options) -> tuple[np.ndarray, np.ndarray]:
+    """Solves ``problem`` with every ε multiplied by each entry of ``eps_scales``, as one
+    ``vmap``-ed compiled program (a privacy–utility frontier).
+
+    Returns ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
+    """
+    opt = Optimizer(steps=steps, **options)
+    worst = problem.objective == "worst"
+    base = linear_data(problem)
+    scales = jnp.asarray(eps_scales, dtype=base.eps.dtype)
+    batch = base._replace(eps=scales[:, None] * base.eps[None, :])
+    axes = LinearData(*([None] * 2 + [0] + [None] * 5))
+    key = jax.random.PRNGKey(seed)
+    n_periods = max(1, opt.steps // opt.period)
+
+    def one(data):
+        st = _pdhg.step_sizes(data, worst=worst, omega_scale=opt.omega)
+        state = _pdhg.init_state(data, st, key, opt.jitter)
+        state, _ = _pdhg.run_periods(data, st, state, n_periods=n_periods, period=opt.period, worst=worst)
+        lb = lower_bound(data, state.best_u, state.best_nu / st.row_norm, worst=worst)
+        return jnp.exp(state.theta), lb
+
+    tables, lbs = jax.jit(jax.vmap(one, in_axes=(axes,)))(batch)
+    tables = np.asarray(tables).reshape((len(scales), *problem.shape))
+    return tables / tables.sum(-1, keepdims=True), np.asarray(lbs)

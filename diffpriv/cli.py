@@ -1,0 +1,335 @@
+"""The ``diffpriv`` command line: ``optimize``, ``certify``, ``export``, ``reference``.
+
+Exit codes: 0 success; 1 a certificate's claims do not hold (or a solver failed); 2 a user
+error — a bad config, a missing or malformed file — reported as one line ``error: ...`` on
+stderr, without a traceback and without writing any output. JAX is imported only once a
+config has been validated, inside ``optimize``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ._config import ConfigError, OptimizerOptions, load_config
+from ._export import FORMATS, jsonable, write_json, write_table
+from ._problem import Problem, SpecError
+from ._problem_io import problem_from_dict
+
+app = typer.Typer(
+    name="diffpriv",
+    help="Optimal local obfuscation mechanisms under distribution privacy, certified exactly.\n\n"
+    "Typical use: diffpriv optimize CONFIG --out DIR; diffpriv certify DIR/certificate.json;"
+    " diffpriv export DIR/certificate.json --format csv. Exit codes: 0 ok, 1 a claim fails,"
+    " 2 bad input.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(highlight=False)
+
+
+def _fail(msg: str, code: int = 2) -> NoReturn:
+    typer.echo("error: " + " ".join(str(msg).split()), err=True)
+    raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def _user_errors() -> Iterator[None]:
+    """Turns a bad config or an unwritable file into one ``error:`` line and exit code 2."""
+    try:
+        yield
+    except (ConfigError, SpecError) as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"{e.filename or ''}: {e.strerror or e}")
+
+
+def _load(config: Path) -> tuple[Problem, OptimizerOptions]:
+    with _user_errors():
+        return load_config(config)
+
+
+def _read_certificate(path: Path) -> dict[str, Any]:
+    """The certificate's JSON as a dict, or exit 2 with one line saying what is wrong."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        _fail(f"{path}: no such file")
+    except (OSError, UnicodeDecodeError) as e:
+        _fail(f"{path}: cannot read ({e})")
+    except json.JSONDecodeError as e:
+        _fail(f"{path}: not a JSON file ({e})")
+    if not isinstance(data, dict) or "problem" not in data or "table" not in data:
+        _fail(f"{path}: not a diffpriv certificate (no problem or table)")
+    return data
+
+
+def _check_out_dir(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        _fail(f"--out: {out} exists and is not a folder")
+
+
+def _certify_and_save(problem: Problem, table: np.ndarray, out: Path, meta: dict, seed: int | None):
+    """Certifies ``table`` and writes ``out/certificate.json``; returns the certificate and time."""
+    from .certify import RepairError, TableError, certify  # numpy only
+
+    start = time.perf_counter()
+    try:
+        cert = certify(problem, table, seed=seed, meta=jsonable(meta))
+    except (RepairError, TableError) as e:
+        _fail(f"certify: {e}", code=1)
+    seconds = time.perf_counter() - start
+    with _user_errors():
+        out.mkdir(parents=True, exist_ok=True)
+        cert.save(out / "certificate.json")
+    return cert, seconds
+
+
+def _meta(command: str, config: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "command": command,
+        "config": str(config),
+        "config_sha256": hashlib.sha256(config.read_bytes()).hexdigest(),
+        **extra,
+    }
+
+
+# -- summaries --------------------------------------------------------------------------------
+
+
+def _constraints(levels) -> list[dict[str, Any]]:
+    """The JSON summary of each certified constraint (``ConstraintLevel`` objects)."""
+    keys = ("name", "kind", "epsilon", "delta", "level", "epsilon_at_delta", "margin", "ok")
+    return [{k: getattr(c, k) for k in keys} for c in levels]
+
+
+def _summary(problem: Problem, cert, seconds: dict[str, float], **solver: Any) -> dict[str, Any]:
+    """What ``optimize`` and ``reference`` print and write to ``summary.json``."""
+    return {
+        "objective": problem.objective,
+        **solver,
+        "certified": cert.loss,
+        "repair_weight": cert.repair_t,
+        "constraints": _constraints(cert.constraints),
+        "seconds": seconds,
+        "ok": bool(cert.ok),
+    }
+
+
+def _gap(value: float, bound: float) -> str:
+    if not np.isfinite(bound):
+        return "n/a"
+    rel = f" ({100 * (value - bound) / bound:.3g}%)" if bound > 0 else ""
+    return f"{value - bound:.4g}{rel}"
+
+
+def _print_constraints(rows: list[dict[str, Any]]) -> None:
+    """One row per constraint: budget, certified level, margin (budget − level), verdict."""
+    table = Table(title="constraints", title_justify="left")
+    for col in ("name", "kind", "budget", "certified level", "margin", "holds"):
+        table.add_column(col, justify="right" if col == "margin" else "left")
+    for r in rows:
+        if r["kind"] == "xdp":
+            budget, level = f"ε={r['epsilon']:g} per unit d", f"ε={r['level']:.6g}"
+        elif r["delta"]:
+            budget = f"ε={r['epsilon']:g}, δ={r['delta']:g}"
+            level = f"δ(ε)={r['level']:.4g}, ε(δ)={r['epsilon_at_delta']:.4g}"
+        else:
+            budget, level = f"ε={r['epsilon']:g}", f"ε={r['level']:.6g}"
+        holds = "yes" if r["ok"] else "[red]NO[/red]"
+        table.add_row(r["name"], r["kind"], budget, level, f"{r['margin']:.3g}", holds)
+    console.print(table)
+
+
+def _print_summary(s: dict[str, Any], title: str) -> None:
+    """The summary as two rich tables: results, then one row per constraint."""
+    what = f"{s['objective']} loss"
+    rows = []
+    if "optimized" in s:
+        rows.append((f"{what}, optimized table", f"{s['optimized']:.6g}"))
+    if "lp_optimum" in s:
+        rows.append((f"{what}, LP optimum", f"{s['lp_optimum']:.6g}"))
+    if "certified" in s:
+        rows.append((f"{what}, certified table", f"{s['certified']:.6g}"))
+    if "lower_bound" in s:
+        rows += [("certified lower bound", f"{s['lower_bound']:.6g}"),
+                 ("gap of the certified table", _gap(s["certified"], s["lower_bound"]))]
+    if "repair_weight" in s:
+        rows.append(("repair weight t", f"{s['repair_weight']:.3g}"))
+    if "status" in s:
+        rows.append(("solver status", s["status"]))
+    if "steps" in s:
+        stop = "converged" if s["converged"] else "step limit reached"
+        rows.append(("steps, seed", f"{s['steps']} ({stop}), seed {s['seed']}"))
+    rows.append(("time", ", ".join(f"{k} {v:.2f} s" for k, v in s["seconds"].items())))
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    if "constraints" in s:
+        _print_constraints(s["constraints"])
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+@app.command()
+def optimize(
+    config: Annotated[Path, typer.Argument(help="TOML config describing the problem.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for certificate.json and summary.json.")
+    ],
+    seed: Annotated[
+        int | None, typer.Option(help="Random seed; overrides [optimizer] seed.", min=0)
+    ] = None,
+    steps: Annotated[
+        int | None, typer.Option(help="Optimizer steps; overrides [optimizer] steps.", min=1)
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show optimizer progress.")] = True,
+) -> None:
+    """Find the least-loss mechanism for CONFIG, certify it, and write OUT/certificate.json.
+
+    The config is validated completely before JAX starts. The optimized table is then
+    certified exactly (numpy, float64) and, if a constraint is violated, repaired by mixing with
+    a data-independent channel. Prints a summary: the objective of the optimized and the
+    certified table, the certified lower bound on the optimum and the gap to it, each
+    constraint's budget, certified level and margin, the repair weight and the time taken.
+    """
+    problem, options = _load(config)
+    _check_out_dir(out)
+    seed = options.seed if seed is None else seed
+    steps = options.steps if steps is None else steps
+
+    from ._optimizer import optimize as run_optimizer  # imports JAX
+
+    result = run_optimizer(problem, steps=steps, seed=seed, progress=progress)
+    meta = _meta("optimize", config, optimizer={
+        "steps": int(result.steps), "seed": int(result.seed), "seconds": float(result.seconds),
+        "objective": float(result.objective), "lower_bound": float(result.lower_bound),
+        "max_violation": float(result.max_violation),
+    })
+    cert, certify_seconds = _certify_and_save(problem, result.table, out, meta, seed)
+    summary = _summary(
+        problem, cert, {"optimize": float(result.seconds), "certify": certify_seconds},
+        optimized=float(result.objective), lower_bound=float(result.lower_bound),
+        steps=int(result.steps), converged=bool(result.converged), seed=int(result.seed),
+    )
+    with _user_errors():
+        write_json(out / "summary.json", summary)
+    _print_summary(summary, title=f"diffpriv optimize {config}")
+    console.print(f"wrote {out / 'certificate.json'} and {out / 'summary.json'}")
+    if not cert.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def certify(
+    file: Annotated[Path, typer.Argument(help="certificate.json from optimize or reference.")],
+    exact: Annotated[
+        bool, typer.Option(help="Re-check in exact rational arithmetic (slow, for deployment).")
+    ] = False,
+) -> None:
+    """Re-check every claim of a certificate from scratch; exit 0 if all hold, 1 if any fails.
+
+    Rebuilds the problem stored in FILE, recomputes each constraint's exact level for the stored
+    table and compares it with the budget and with the level the certificate claims.
+    """
+    from .certify import verify
+
+    data = _read_certificate(file)
+    report = verify(data, exact=exact)
+    _print_constraints(_constraints(report.levels))
+    if not report.ok:
+        for failure in report.failures:
+            typer.echo(f"FAIL {failure}", err=True)
+        typer.echo(f"{file}: {len(report.failures)} claim(s) do not hold", err=True)
+        raise typer.Exit(1)
+    console.print(f"{file}: all claims hold" + (" (exact arithmetic)" if exact else ""))
+
+
+@app.command()
+def export(
+    file: Annotated[Path, typer.Argument(help="certificate.json to export the table of.")],
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="csv (long format), npz or json.")
+    ] = "csv",
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output file [default: next to FILE].")
+    ] = None,
+) -> None:
+    """Write the certified table of FILE for deployment, after re-checking the certificate.
+
+    csv has one row per entry: profile,input,output,probability. npz holds the arrays table,
+    profiles, inputs, outputs (and coordinates); json holds the same as nested lists. A
+    certificate whose claims do not hold is refused (exit 1).
+    """
+    from .certify import verify
+
+    if format not in FORMATS:
+        _fail(f"--format: must be one of {', '.join(FORMATS)}, got {format!r}")
+    data = _read_certificate(file)
+    report = verify(data)
+    if not report.ok:
+        typer.echo(f"error: {file}: certificate does not hold; not exporting", err=True)
+        for failure in report.failures:
+            typer.echo(f"FAIL {failure}", err=True)
+        raise typer.Exit(1)
+    problem = problem_from_dict(data["problem"])  # verify has rebuilt it already: valid
+    target = out if out is not None else file.with_name(f"table.{format}")
+    with _user_errors():
+        write_table(problem, np.asarray(data["table"], dtype=np.float64), format, target)
+    console.print(f"wrote {target} ({format}, table of shape {problem.shape})")
+
+
+@app.command()
+def reference(
+    config: Annotated[Path, typer.Argument(help="TOML config describing the problem.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Also certify the LP table; write certificate.json here."),
+    ] = None,
+) -> None:
+    """Solve CONFIG exactly as a linear program (HiGHS): the optimum that optimize aims at.
+
+    Prints the optimal objective value and the solve time. With --out, the LP's table is
+    certified like an optimized one and written to OUT/certificate.json and OUT/summary.json.
+    """
+    from ._reference import ReferenceSolveError, solve_lp
+
+    problem, _ = _load(config)
+    if out is not None:
+        _check_out_dir(out)
+    try:
+        result = solve_lp(problem)
+    except (ReferenceSolveError, ValueError) as e:
+        _fail(f"reference: {e}", code=1)
+    solver = {"lp_optimum": result.value, "status": result.status}
+    summary = {"objective": problem.objective, **solver, "seconds": {"LP": result.seconds}}
+    if out is not None:
+        meta = _meta("reference", config, reference=solver)
+        cert, certify_seconds = _certify_and_save(problem, result.table, out, meta, None)
+        seconds = {"LP": result.seconds, "certify": certify_seconds}
+        summary = _summary(problem, cert, seconds, **solver)
+        with _user_errors():
+            write_json(out / "summary.json", summary)
+    _print_summary(summary, title=f"diffpriv reference {config}")
+    if out is not None:
+        console.print(f"wrote {out / 'certificate.json'} and {out / 'summary.json'}")
+
+
+def main() -> None:
+    """The console-script entry point."""
+    app()

@@ -1,0 +1,237 @@
+"""The command line: bad input exits 2 with one ``error:`` line; certify, export, reference work."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from diffpriv.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BASE_TOML = """\
+[inputs]
+labels = ["a", "b", "c"]
+
+[loss]
+kind = "hamming"
+
+[[items]]
+name = "p"
+distribution = [0.5, 0.3, 0.2]
+
+[[items]]
+name = "q"
+distribution = [0.2, 0.3, 0.5]
+
+[[constraints]]
+kind = "distp"
+epsilon = 0.5
+pairs = [["p", "q"]]
+"""
+
+# (case id, text to replace in BASE_TOML, replacement, start of the error line after "error: ")
+BAD = [
+    ("sum", "[0.5, 0.3, 0.2]", "[0.5, 0.3, 0.1]", "items[0].distribution: sums to 0.9, expected 1"),
+    ("negative", "[0.2, 0.3, 0.5]", "[-0.2, 0.7, 0.5]",
+     "items[1].distribution: has a negative entry"),
+    ("nan", "[0.5, 0.3, 0.2]", "[0.5, nan, 0.5]", "items[0].distribution: has a NaN"),
+    ("shape", "[0.5, 0.3, 0.2]", "[0.5, 0.5]", "items[0].distribution: has 2 entries, expected 3"),
+    ("loss-shape", 'kind = "hamming"', 'kind = "matrix"\nmatrix = [[0, 1], [1, 0]]',
+     "loss.matrix: shape (2, 2), expected (3, 3)"),
+    ("kind", 'kind = "distp"', 'kind = "renyi"', "constraints[0].kind: must be 'distp', 'ldp' or"),
+    ("eps<0", "epsilon = 0.5", "epsilon = -1.0",
+     "constraints[0].epsilon: input should be greater than or equal to 0"),
+    ("delta=1", "epsilon = 0.5", "epsilon = 0.5\ndelta = 1.0",
+     "constraints[0].delta: input should be less than 1"),
+    ("delta<0", "epsilon = 0.5", "epsilon = 0.5\ndelta = -0.01",
+     "constraints[0].delta: input should be greater than or equal to 0"),
+    ("empty", '["a", "b", "c"]', "[]", "inputs.labels: is empty"),
+    ("duplicate", '["a", "b", "c"]', '["a", "b", "b"]', "inputs.labels: duplicate label 'b'"),
+    ("unknown-item", '[["p", "q"]]', '[["p", "r"]]', "constraints[0].pairs[0]: unknown item 'r'"),
+    ("unknown-key", "[loss]", 'colour = "red"\n[loss]', "inputs.colour: unknown key"),
+    ("toml-syntax", "epsilon = 0.5", "epsilon = ", "CONFIG: invalid TOML: "),
+]
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def _config(tmp_path: Path, text: str = BASE_TOML) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def _error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.output
+    assert lines[0].startswith("error: ")
+    return lines[0].removeprefix("error: ")
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [c[1:] for c in BAD], ids=[c[0] for c in BAD])
+@pytest.mark.parametrize("command", ["optimize", "reference"])
+def test_bad_config_exits_2_with_one_line(runner, tmp_path, command, old, new, expected):
+    assert old in BASE_TOML
+    config = _config(tmp_path, BASE_TOML.replace(old, new, 1))
+    out = tmp_path / "out"
+    result = runner.invoke(app, [command, str(config), "--out", str(out)])
+    line = _error_line(result)
+    assert line.startswith(expected.replace("CONFIG", str(config))), line
+    assert not out.exists()  # nothing written
+
+
+@pytest.mark.parametrize("command", ["optimize", "reference", "certify", "export"])
+def test_missing_file_exits_2(runner, tmp_path, command):
+    missing = tmp_path / "missing.toml"
+    args = [command, str(missing)]
+    if command == "optimize":
+        args += ["--out", str(tmp_path / "o")]
+    assert _error_line(runner.invoke(app, args)) == f"{missing}: no such file"
+
+
+def test_bad_config_fails_before_jax_is_imported(tmp_path):
+    config = _config(tmp_path, BASE_TOML.replace("epsilon = 0.5", "epsilon = -1.0"))
+    code = (
+        "import sys; from diffpriv.cli import main; sys.argv = ['diffpriv', 'optimize', "
+        f"{str(config)!r}, '--out', {str(tmp_path / 'o')!r}]\n"
+        "try:\n    main()\nexcept SystemExit as e:\n"
+        "    assert 'jax' not in sys.modules, 'jax was imported'; raise\n"
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "error: constraints[0].epsilon: input should be greater than or equal " \
+        "to 0, got -1.0\n"
+
+
+def test_help_explains_every_command(runner):
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("optimize", "certify", "export", "reference"):
+        assert command in result.output
+        sub = runner.invoke(app, [command, "--help"])
+        assert sub.exit_code == 0 and "Usage" in sub.output
+
+
+@pytest.fixture
+def lp_certificate(runner, tmp_path) -> Path:
+    """The LP optimum of the small config, certified: ``tmp/lp/certificate.json``."""
+    out = tmp_path / "lp"
+    result = runner.invoke(app, ["reference", str(_config(tmp_path)), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out / "certificate.json"
+
+
+def test_reference_certify_export_round_trip(runner, lp_certificate):
+    from diffpriv._reference import solve_lp
+    from diffpriv.certify import Certificate
+
+    out = lp_certificate.parent
+    summary = json.loads((out / "summary.json").read_text())
+    cert = Certificate.load(lp_certificate)
+    assert summary["ok"] and cert.ok
+    assert summary["certified"] == cert.loss
+    assert [c["name"] for c in summary["constraints"]] == ["distp0"]
+    # the certified table is the LP table, repaired at most by a tiny mixing weight
+    lp = solve_lp(cert_problem(cert))
+    assert abs(cert.loss - lp.value) <= 1e-6, (cert.loss, lp.value)
+
+    result = runner.invoke(app, ["certify", str(lp_certificate)])
+    assert result.exit_code == 0, result.output
+    assert "all claims hold" in result.output
+
+    for fmt in ("csv", "npz", "json"):
+        result = runner.invoke(app, ["export", str(lp_certificate), "--format", fmt])
+        assert result.exit_code == 0, result.output
+    with open(out / "table.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["profile", "input", "output", "probability"]
+    assert len(rows) == 9
+    from_csv = np.array([float(r["probability"]) for r in rows]).reshape(1, 3, 3)
+    np.testing.assert_array_equal(from_csv, cert.table)  # 17 digits: exact float64
+    npz = np.load(out / "table.npz")
+    np.testing.assert_array_equal(npz["table"], cert.table)
+    assert npz["inputs"].tolist() == ["a", "b", "c"]
+    exported = json.loads((out / "table.json").read_text())
+    np.testing.assert_array_equal(np.asarray(exported["table"]), cert.table)
+
+
+def cert_problem(cert):
+    from diffpriv import problem_from_dict
+
+    return problem_from_dict(cert.problem)
+
+
+def test_tampered_certificate_fails_and_is_not_exported(runner, lp_certificate):
+    data = json.loads(lp_certificate.read_text())
+    # the identity: ln(0.5 / 0.2) > 0.5, so the claims for this table are false
+    data["table"] = np.eye(3)[None].tolist()
+    lp_certificate.write_text(json.dumps(data))
+
+    result = runner.invoke(app, ["certify", str(lp_certificate)])
+    assert result.exit_code == 1
+    assert "do not hold" in result.stderr
+
+    target = lp_certificate.parent / "tampered.csv"
+    result = runner.invoke(app, ["export", str(lp_certificate), "--out", str(target)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ")
+    assert not target.exists()
+
+
+def test_not_a_certificate_exits_2(runner, tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text("{not json")
+    assert _error_line(runner.invoke(app, ["certify", str(path)])).startswith(f"{path}: not a JSON")
+    path.write_text("[]")
+    line = _error_line(runner.invoke(app, ["export", str(path), "--format", "csv"]))
+    assert line == f"{path}: not a diffpriv certificate (no problem or table)"
+
+
+def test_export_unknown_format_exits_2(runner, lp_certificate):
+    line = _error_line(runner.invoke(app, ["export", str(lp_certificate), "--format", "xlsx"]))
+    assert line == "--format: must be one of csv, npz, json, got 'xlsx'"
+
+
+@pytest.mark.parametrize("name", ["quickstart", "categorical", "profiles"])
+def test_reference_runs_shipped_configs(runner, name):
+    result = runner.invoke(app, ["reference", str(ROOT / "configs" / f"{name}.toml")])
+    assert result.exit_code == 0, result.output
+    assert "LP optimum" in result.output
+
+
+def test_optimize_end_to_end(runner, tmp_path):
+    from diffpriv._reference import solve_lp
+    from diffpriv.certify import Certificate, verify
+
+    config = _config(tmp_path, BASE_TOML + "\n[optimizer]\nseed = 5\nsteps = 100000\n")
+    out = tmp_path / "opt"
+    args = ["optimize", str(config), "--out", str(out), "--steps", "2000", "--seed", "1",
+            "--no-progress"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    for words in ("optimized table", "certified table", "lower bound", "repair weight", "distp0"):
+        assert words in result.stdout
+
+    summary = json.loads((out / "summary.json").read_text())
+    cert = Certificate.load(out / "certificate.json")
+    assert verify(out / "certificate.json").ok and summary["ok"]
+    assert (summary["seed"], cert.seed) == (1, 1)  # the command line overrides [optimizer]
+    assert summary["steps"] <= 2000
+    lp = solve_lp(cert_problem(cert)).value
+    # the lower bound is certified, the table feasible: lower_bound <= LP optimum <= certified
+    assert summary["lower_bound"] <= lp + 1e-9 <= summary["certified"] + 2e-9
+    assert summary["certified"] - lp <= 1e-4 * lp, (summary["certified"], lp)
+    assert cert.meta["config_sha256"] and cert.meta["optimizer"]["seed"] == 1

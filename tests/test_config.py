@@ -1,0 +1,232 @@
+"""Config parsing: each bad input gives one line naming the field; good configs build problems."""
+
+import copy
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from diffpriv import DistP, ExtendedDP, LocalDP
+from diffpriv._config import ConfigError, config_from_dict, load_config
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+BASE = {
+    "inputs": {"labels": ["a", "b", "c"]},
+    "loss": {"kind": "hamming"},
+    "items": [
+        {"name": "p", "distribution": [0.5, 0.3, 0.2]},
+        {"name": "q", "distribution": [0.2, 0.3, 0.5]},
+    ],
+    "constraints": [{"kind": "distp", "epsilon": 1.0, "pairs": [["p", "q"]]}],
+}
+
+
+def _with(path: str, value) -> dict:
+    """A copy of BASE with ``value`` at the dotted ``path`` (integers index lists)."""
+    d = copy.deepcopy(BASE)
+    *parents, last = [int(k) if k.isdigit() else k for k in path.split(".")]
+    node = d
+    for k in parents:
+        node = node[k]
+    node[last] = value
+    return d
+
+
+# (case id, config, field the message must start with, words it must contain)
+BAD = [
+    ("sum", _with("items.0.distribution", [0.5, 0.3, 0.1]), "items[0].distribution", "sums to 0.9"),
+    ("negative", _with("items.1.distribution", [0.9, -0.1, 0.2]), "items[1].distribution",
+     "negative entry -0.1"),
+    ("nan", _with("items.0.distribution", [0.5, math.nan, 0.5]), "items[0].distribution", "NaN"),
+    ("shape", _with("items.0.distribution", [0.5, 0.5]), "items[0].distribution",
+     "has 2 entries, expected 3"),
+    ("loss-shape", _with("loss", {"kind": "matrix", "matrix": [[0, 1], [1, 0]]}), "loss.matrix",
+     "shape (2, 2), expected (3, 3)"),
+    ("kind", _with("constraints.0.kind", "tdp"), "constraints[0].kind", "'distp', 'ldp' or 'xdp'"),
+    ("eps<0", _with("constraints.0.epsilon", -0.5), "constraints[0].epsilon",
+     "greater than or equal to 0, got -0.5"),
+    ("delta=1", _with("constraints.0.delta", 1.0), "constraints[0].delta", "less than 1"),
+    ("delta<0", _with("constraints.0.delta", -0.1), "constraints[0].delta",
+     "greater than or equal to 0"),
+    ("empty", _with("inputs.labels", []), "inputs.labels", "is empty"),
+    ("duplicate", _with("inputs.labels", ["a", "b", "a"]), "inputs.labels", "duplicate label 'a'"),
+    ("unknown-item", _with("constraints.0.pairs", [["p", "z"]]), "constraints[0].pairs[0]",
+     "unknown item 'z'"),
+    ("unknown-key", _with("colour", "red"), "colour", "unknown key"),
+    ("unknown-nested-key", _with("constraints.0.epsilonn", 1.0), "constraints[0].epsilonn",
+     "unknown key"),
+    ("missing", _with("loss", {}), "loss.kind", "required"),
+    ("xdp-delta", _with("constraints.0", {"kind": "xdp", "epsilon": 1.0, "delta": 0.1}),
+     "constraints[0].delta", "xdp has no delta"),
+    ("two-sources", _with("items.0.distribution", {"uniform": True, "values": [1, 0, 0]}),
+     "items[0].distribution", "exactly one of"),
+    ("unknown-label", _with("items.0.distribution", {"labels": {"a": 0.5, "zz": 0.5}}),
+     "items[0].distribution.labels", "unknown label 'zz'"),
+    ("unknown-profile", _with("items.0.profile", "kids"), "items[0].profile",
+     "unknown profile 'kids'"),
+    ("euclidean-no-coords", _with("loss.kind", "euclidean"), "loss.kind", "needs coordinates"),
+    ("duplicate-item", _with("items.1.name", "p"), "items[1].name", "duplicate item name 'p'"),
+    ("grid4-on-labels", _with("constraints.0", {"kind": "ldp", "epsilon": 1.0,
+                                                "neighbours": "grid4"}),
+     "constraints[0].neighbours", "needs a grid"),
+    ("points-file-missing", _with("items.0.distribution", {"points_file": "nope.csv"}),
+     "items[0].distribution.points_file", "cannot read"),
+    ("bad-distribution-type", _with("items.0.distribution", 0.5), "items[0].distribution",
+     "expected a list of numbers or a table, got 0.5"),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "field", "words"), [c[1:] for c in BAD], ids=[c[0] for c in BAD]
+)
+def test_bad_input_is_one_line_naming_the_field(config, field, words):
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(config)
+    msg = str(e.value)
+    assert msg.startswith(f"{field}: "), msg
+    assert words in msg, msg
+    assert "\n" not in msg
+
+
+def test_toml_syntax_error(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[inputs]\nlabels = ["a", "b"]\n[loss]\nkind = \n')
+    with pytest.raises(ConfigError, match=r"bad\.toml: invalid TOML: .*line 4"):
+        load_config(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match=r"nope\.toml: no such file"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_base_config_builds():
+    problem, opts = config_from_dict(BASE)
+    assert problem.shape == (1, 3, 3)
+    assert problem.profiles == ("all",)
+    np.testing.assert_array_equal(problem.loss, 1 - np.eye(3))
+    # default prior: mean of the profile's items; exact float64 arithmetic
+    np.testing.assert_allclose(problem.prior[0], [0.35, 0.3, 0.35], rtol=0, atol=1e-15)
+    assert problem.constraints == (DistP(pairs=((0, 1),), epsilon=1.0, delta=0.0, name="distp0"),)
+    assert (opts.seed, opts.steps) == (0, None)
+
+
+def test_histogram_from_points_and_file(tmp_path):
+    grid = {"grid": {"rows": 2, "cols": 2, "cell": 2.0}}  # centres (1,1) (3,1) (1,3) (3,3)
+    points = [[0.2, 0.1], [1.4, 0.9], [3.9, 3.5], [2.1, 0.3]]
+    (tmp_path / "pts.csv").write_text("x,y\n" + "\n".join(f"{x},{y}" for x, y in points) + "\n")
+    d = {
+        "inputs": grid,
+        "loss": {"kind": "euclidean"},
+        "items": [
+            {"name": "inline", "distribution": {"points": points}},
+            {"name": "file", "distribution": {"points_file": "pts.csv", "smoothing": 1.0}},
+            {"name": "weighted", "distribution": {"points": points, "weights": [1, 1, 2, 0]}},
+        ],
+    }
+    problem, _ = config_from_dict(d, base_dir=tmp_path)
+    dists = [it.dist for it in problem.items]
+    # counts per cell r0c0, r0c1, r1c0, r1c1: 2, 1, 0, 1 (exact: small integers / 4)
+    np.testing.assert_array_equal(dists[0], [0.5, 0.25, 0.0, 0.25])
+    np.testing.assert_array_equal(dists[1], np.array([3, 2, 1, 2]) / 8)
+    np.testing.assert_array_equal(dists[2], [0.5, 0.0, 0.0, 0.5])
+    assert np.array_equal(problem.loss[0], [0.0, 2.0, 2.0, math.sqrt(8.0)])
+
+
+def test_gaussian_mixture_matches_closed_form():
+    d = {
+        "inputs": {"labels": ["x0", "x1", "x2"], "coords": [[0.0], [1.0], [2.0]]},
+        "loss": {"kind": "euclidean"},
+        "items": [{"name": "g", "distribution": {"gaussians": [
+            {"center": [0.0], "scale": 1.0, "weight": 3.0},
+            {"center": [2.0], "scale": 0.5, "weight": 1.0},
+        ]}}],
+    }
+    problem, _ = config_from_dict(d)
+    x = np.array([0.0, 1.0, 2.0])
+    g1 = np.exp(-(x**2) / 2)
+    g2 = np.exp(-((x - 2) ** 2) / 0.5)
+    expected = 0.75 * g1 / g1.sum() + 0.25 * g2 / g2.sum()
+    np.testing.assert_allclose(problem.items[0].dist, expected, rtol=1e-14)
+
+
+def test_categories_samples_and_uniform():
+    d = copy.deepcopy(BASE)
+    d["items"] = [
+        {"name": "lab", "distribution": {"labels": {"c": 0.25, "a": 0.75}}},
+        {"name": "smp", "distribution": {"samples": ["a", "c", "c", "b"]}},
+        {"name": "uni", "distribution": {"uniform": True}},
+    ]
+    d["constraints"] = [{"kind": "distp", "epsilon": 0.5}]
+    problem, _ = config_from_dict(d)
+    np.testing.assert_array_equal(problem.items[0].dist, [0.75, 0.0, 0.25])
+    np.testing.assert_array_equal(problem.items[1].dist, [0.25, 0.25, 0.5])
+    np.testing.assert_allclose(problem.items[2].dist, [1 / 3] * 3, rtol=1e-15)
+    assert problem.constraints[0].pairs == ((0, 1), (0, 2), (1, 2))  # default: all item pairs
+
+
+def test_profiles_weights_priors_and_edges():
+    d = {
+        "inputs": {"labels": ["0", "1"]},
+        "loss": {"kind": "hamming"},
+        "profiles": [
+            {"name": "lo", "weight": 1.0},
+            {"name": "hi", "weight": 3.0, "prior": [0.5, 0.5]},
+            {"name": "none", "weight": 0.0},
+        ],
+        "items": [
+            {"name": "lo", "profile": "lo", "distribution": [0.8, 0.2]},
+            {"name": "hi", "profile": "hi", "distribution": [0.2, 0.8]},
+        ],
+        "constraints": [{"kind": "distp", "epsilon": 0.5, "pairs": [["lo", "hi"]]}],
+    }
+    problem, _ = config_from_dict(d)
+    assert problem.profiles == ("lo", "hi", "none")
+    assert [it.profile for it in problem.items] == [0, 1]
+    # π[s] = w_s / Σw · prior_s: the item's dist for "lo", the given prior for "hi"
+    np.testing.assert_allclose(problem.prior, [[0.2, 0.05], [0.375, 0.375], [0, 0]], atol=1e-15)
+
+
+def test_item_profile_required_with_several_profiles():
+    d = copy.deepcopy(BASE)
+    d["profiles"] = [{"name": "x"}, {"name": "y"}]
+    with pytest.raises(ConfigError, match=r"^items\[0\]\.profile: required"):
+        config_from_dict(d)
+
+
+def test_support_radius_must_leave_an_output():
+    d = {"inputs": {"labels": ["a", "b"], "coords": [[0.0], [1.0]]},
+         "outputs": {"labels": ["far"], "coords": [[5.0]]},
+         "loss": {"kind": "euclidean"}, "mechanism": {"support_radius": 4.5}}
+    with pytest.raises(ConfigError, match=r"^mechanism\.support_radius: input 'a' has no output"):
+        config_from_dict(d)
+
+
+def test_neighbours_radius_and_support():
+    d = {
+        "inputs": {"grid": {"rows": 3, "cols": 3}},
+        "loss": {"kind": "euclidean"},
+        "constraints": [
+            {"kind": "xdp", "epsilon": 1.0, "neighbours": "grid4"},
+            {"kind": "ldp", "epsilon": 2.0, "neighbours": "grid8"},
+            {"kind": "ldp", "epsilon": 2.0, "pairs": [["r0c0", "r2c2"]], "name": "corner"},
+        ],
+        "mechanism": {"support_radius": 1.0},
+        "optimizer": {"seed": 7, "steps": 50},
+    }
+    problem, opts = config_from_dict(d)
+    xdp, ldp8, corner = problem.constraints
+    assert isinstance(xdp, ExtendedDP) and len(xdp.pairs) == 12  # 2 * 3 * 2 grid edges
+    assert isinstance(ldp8, LocalDP) and len(ldp8.pairs) == 12 + 8  # plus 2 * 2 * 2 diagonals
+    assert corner.pairs == ((0, 8),) and corner.name == "corner"
+    assert problem.support[0].sum(axis=1).tolist() == [3, 4, 3, 4, 5, 4, 3, 4, 3]
+    assert (opts.seed, opts.steps) == (7, 50)
+
+
+@pytest.mark.parametrize("name", ["quickstart", "categorical", "profiles"])
+def test_shipped_configs_load(name):
+    problem, _ = load_config(CONFIGS / f"{name}.toml")
+    assert problem.constraints
+    assert np.isclose(problem.prior.sum(), 1.0, rtol=0, atol=1e-12)

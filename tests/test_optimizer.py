@@ -1,0 +1,124 @@
+"""The optimizer against independent answers: closed forms from the seeds and the LP reference."""
+
+import jax
+import numpy as np
+import pytest
+
+import diffpriv as dp
+from diffpriv import _optimizer
+from diffpriv._known import (
+    bernoulli_flip_alpha,
+    bernoulli_two_profile_problem,
+    k_rr_loss,
+    k_rr_problem,
+    random_problem,
+    randomized_response,
+)
+from diffpriv._reference import solve_lp
+from diffpriv.certify import certify, verify
+
+
+@pytest.mark.parametrize(("k", "eps"), [(2, 0.5), (3, 1.0), (5, 2.0)])
+def test_k_ary_randomized_response_is_reproduced(k, eps):
+    problem = k_rr_problem(k, eps)
+    result = dp.optimize(problem)
+    cert = certify(problem, result.table)
+    # Closed form (k-1)/(e^eps+k-1); certification may mix in ~1e-8 to prove the budget.
+    assert cert.ok
+    assert cert.loss == pytest.approx(k_rr_loss(k, eps), rel=1e-6)
+    assert result.lower_bound <= k_rr_loss(k, eps) * (1 + 1e-9)
+    assert result.lower_bound == pytest.approx(k_rr_loss(k, eps), rel=1e-6)
+    np.testing.assert_allclose(result.table[0], randomized_response(k, eps), atol=1e-6)
+
+
+@pytest.mark.parametrize(("p_i", "p_j", "eps"), [(0.2, 0.6, 0.5), (0.1, 0.9, 1.0), (0.3, 0.5, 0.2)])
+def test_bernoulli_two_profile_flip_matches_lp_4(p_i, p_j, eps):
+    """002, LP (4): the optimal symmetric flip probability (closed form, Observation 10)."""
+    problem = bernoulli_two_profile_problem(p_i, p_j, eps)
+    alpha = bernoulli_flip_alpha(p_i, p_j, eps)
+    result = dp.optimize(problem)
+    cert = certify(problem, result.table)
+    assert cert.ok
+    assert cert.loss == pytest.approx(alpha, rel=1e-6)
+    assert result.lower_bound <= alpha + 1e-12
+    assert result.lower_bound == pytest.approx(alpha, rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 5, 7])
+def test_certified_loss_close_to_lp_optimum(seed):
+    problem = random_problem(seed)
+    ref = solve_lp(problem)
+    result = dp.optimize(problem)
+    cert = certify(problem, result.table)
+    assert cert.ok and verify(cert.to_dict()).ok
+    assert result.lower_bound <= ref.value * (1 + 1e-9) + 1e-12  # weak duality
+    assert cert.loss <= ref.value * 1.002  # within 0.2 %
+    assert cert.loss >= ref.value * (1 - 1e-9)  # a certified table cannot beat the optimum
+
+
+def test_approximate_distp_close_to_lp():
+    problem = random_problem(0, delta=0.05)
+    ref = solve_lp(problem)
+    result = dp.optimize(problem)
+    cert = certify(problem, result.table)
+    assert cert.ok
+    assert ref.value * (1 - 1e-9) <= cert.loss <= ref.value * 1.002
+    assert result.lower_bound <= ref.value * (1 + 1e-9)
+
+
+def test_deterministic_for_a_seed():
+    problem = random_problem(1, n_in=6, n_out=6)
+    a = dp.optimize(problem, seed=3, steps=2000)
+    b = dp.optimize(problem, seed=3, steps=2000)
+    np.testing.assert_array_equal(a.table, b.table)
+    assert a.lower_bound == b.lower_bound
+
+
+def test_same_shapes_do_not_recompile():
+    p1 = random_problem(11, n_in=7, n_out=7, n_profiles=1, n_pairs=1, extra="none")
+    p2 = random_problem(12, n_in=7, n_out=7, n_profiles=1, n_pairs=1, extra="none")
+    dp.optimize(p1, steps=1000, period=500)
+    before = _optimizer._run._cache_size()
+    dp.optimize(p2, steps=1000, period=500)
+    assert _optimizer._run._cache_size() == before
+
+
+def test_batch_over_budgets_matches_single_runs():
+    problem = random_problem(4, n_in=6, n_out=6, extra="none")
+    scales = np.array([0.5, 1.0, 2.0])
+    tables, bounds = dp.solve_batch(problem, scales, steps=3000)
+    for s, table, bound in zip(scales, tables, bounds, strict=True):
+        scaled = _scale_eps(problem, s)
+        single = dp.optimize(scaled, steps=3000, polish=False)
+        np.testing.assert_allclose(table, single.table, atol=1e-9)
+        assert bound == pytest.approx(single.lower_bound, rel=1e-9, abs=1e-12)
+    # A larger budget can only lower the optimum: the bounds are monotone up to solver error.
+    ref = [solve_lp(_scale_eps(problem, s)).value for s in scales]
+    assert all(b <= r * (1 + 1e-9) + 1e-12 for b, r in zip(bounds, ref, strict=True))
+
+
+def _scale_eps(problem, s):
+    import dataclasses
+
+    cons = tuple(dataclasses.replace(c, epsilon=c.epsilon * s) for c in problem.constraints)
+    return dataclasses.replace(problem, constraints=cons)
+
+
+def test_mechanism_is_softmax_of_logits_on_support():
+    support = np.ones((1, 3, 4), dtype=bool)
+    support[0, 0, 1:] = False
+    m = dp.Mechanism(jax.numpy.asarray(np.random.default_rng(0).normal(size=(1, 3, 4))),
+                     jax.numpy.asarray(support))
+    table = np.asarray(m.table())
+    np.testing.assert_allclose(table.sum(-1), 1.0, rtol=1e-14)
+    assert table[0, 0, 1:].max() == 0.0
+    np.testing.assert_allclose(np.exp(np.asarray(m.log_table())), table, rtol=1e-14)
+    back = dp.Mechanism.from_table(table)
+    np.testing.assert_allclose(np.asarray(back.table()), table, rtol=1e-12)
+
+
+def test_options_are_validated():
+    with pytest.raises(ValueError, match="optimizer.steps"):
+        dp.optimize(k_rr_problem(2, 1.0), steps=0)
+    with pytest.raises(ValueError, match="optimizer.omega"):
+        dp.optimize(k_rr_problem(2, 1.0), omega=-1.0)
