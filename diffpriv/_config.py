@@ -3,12 +3,13 @@
 Every bad input becomes one :class:`ConfigError` whose message is a single line
 ``"<field path>: <problem>"``, e.g. ``"items[1].distribution: sums to 0.9, expected 1"``.
 Nothing here imports JAX: the CLI validates a whole config before the optimizer is loaded.
+Distribution values (items, priors) have their schema and their vectors in
+:mod:`diffpriv._distributions`.
 The schema is documented key by key in the README ("Config reference").
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import itertools
 import tomllib
@@ -16,111 +17,48 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from scipy.spatial import cKDTree
+from pydantic import Field, ValidationError
 
-from ._problem import (
-    DistP,
-    Domain,
-    ExtendedDP,
-    Item,
-    LocalDP,
-    Problem,
-    SpecError,
-    check_distribution,
-)
+from ._distributions import ConfigError, DistributionCfg, Number, StrictModel, distribution
+from ._problem import DistP, Domain, ExtendedDP, Item, LocalDP, Problem, SpecError
 
 __all__ = ["ConfigError", "OptimizerOptions", "config_from_dict", "load_config"]
 
-_SUM_TOL = 1e-6  # a given distribution may sum to 1 within this; it is then renormalised
-
-
-class ConfigError(ValueError):
-    """A config is invalid; the message is one line, ``"<field path>: <problem>"``."""
-
-
 # -- schema ----------------------------------------------------------------------------------
 
-Number = Annotated[float, Field(allow_inf_nan=False)]
 Pair = Annotated[list[str], Field(min_length=2, max_length=2)]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class GridCfg(_Model):
+class GridCfg(StrictModel):
     rows: int = Field(ge=1)
     cols: int = Field(ge=1)
     cell: Number = Field(default=1.0, gt=0)
 
 
-class DomainCfg(_Model):
+class DomainCfg(StrictModel):
     grid: GridCfg | None = None
     labels: list[str] | None = None
     coords: list[list[Number]] | None = None
 
 
-class LossCfg(_Model):
+class LossCfg(StrictModel):
     kind: Literal["euclidean", "hamming", "matrix"]
     matrix: list[list[float]] | None = None
 
 
-class GaussianCfg(_Model):
-    center: list[Number]
-    scale: Number = Field(gt=0)
-    weight: Number = Field(default=1.0, ge=0)
-
-
-_SOURCES = ("values", "uniform", "labels", "points", "points_file", "samples", "gaussians")
-
-
-class DistributionCfg(_Model):
-    """A distribution over the inputs; a bare list is shorthand for ``{ values = [...] }``."""
-
-    values: list[float] | None = None
-    uniform: Literal[True] | None = None
-    labels: dict[str, float] | None = None
-    points: list[list[Number]] | None = None
-    points_file: str | None = None
-    samples: list[str] | None = None
-    weights: list[Number] | None = None
-    smoothing: Number = Field(default=0.0, ge=0)
-    gaussians: list[GaussianCfg] | None = Field(default=None, min_length=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bare_list(cls, v: Any) -> Any:
-        if isinstance(v, list):
-            return {"values": v}
-        if not isinstance(v, dict):
-            raise ValueError(f"expected a list of numbers or a table, got {v!r}")
-        return v
-
-    @model_validator(mode="after")
-    def _one_source(self) -> DistributionCfg:
-        given = [s for s in _SOURCES if getattr(self, s) is not None]
-        if len(given) != 1:
-            raise ValueError(f"give exactly one of {', '.join(_SOURCES)} (got {given or 'none'})")
-        histogram = given[0] in ("points", "points_file", "samples")
-        if not histogram and (self.weights is not None or self.smoothing):
-            raise ValueError("weights and smoothing only go with points, points_file or samples")
-        return self
-
-
-class ProfileCfg(_Model):
+class ProfileCfg(StrictModel):
     name: str
     weight: Number | None = Field(default=None, ge=0)
     prior: DistributionCfg | None = None
 
 
-class ItemCfg(_Model):
+class ItemCfg(StrictModel):
     name: str
     profile: str | None = None
     distribution: DistributionCfg
 
 
-class ConstraintCfg(_Model):
+class ConstraintCfg(StrictModel):
     kind: Literal["distp", "ldp", "xdp"]
     name: str | None = None
     epsilon: Number = Field(ge=0)
@@ -130,16 +68,24 @@ class ConstraintCfg(_Model):
     radius: Number | None = Field(default=None, gt=0)
 
 
-class MechanismCfg(_Model):
+class MechanismCfg(StrictModel):
     support_radius: Number | None = Field(default=None, gt=0)
 
 
-class OptimizerCfg(_Model):
+class OptimizerCfg(StrictModel):
+    """``diffpriv.Optimizer`` settings; ``None`` keeps the optimizer's default."""
+
     seed: int = Field(default=0, ge=0)
     steps: int | None = Field(default=None, ge=1)
+    period: int | None = Field(default=None, ge=1)
+    omega: Number | None = Field(default=None, gt=0)
+    tol: Number | None = Field(default=None, gt=0)
+    chunk: int | None = Field(default=None, ge=1)
+    jitter: Number | None = Field(default=None, ge=0)
+    polish: bool | None = None
 
 
-class ConfigCfg(_Model):
+class ConfigCfg(StrictModel):
     description: str = ""
     objective: Literal["expected", "worst"] = "expected"
     inputs: DomainCfg
@@ -154,13 +100,25 @@ class ConfigCfg(_Model):
 
 @dataclasses.dataclass(frozen=True)
 class OptimizerOptions:
-    """The ``[optimizer]`` table: keyword arguments for ``diffpriv.optimize``."""
+    """The ``[optimizer]`` table: keyword arguments for ``diffpriv.optimize``.
+
+    ``seed`` and ``steps`` are always passed (``steps=None``: the optimizer's default); the
+    other :class:`diffpriv.Optimizer` fields only where the config sets them.
+    """
 
     seed: int = 0
     steps: int | None = None
+    period: int | None = None
+    omega: float | None = None
+    tol: float | None = None
+    chunk: int | None = None
+    jitter: float | None = None
+    polish: bool | None = None
 
     def kwargs(self) -> dict[str, Any]:
-        return {"seed": self.seed, "steps": self.steps}
+        """``{"seed", "steps", ...}`` for ``diffpriv.optimize(problem, **kwargs)``."""
+        out = dataclasses.asdict(self)
+        return {k: v for k, v in out.items() if v is not None or k in ("seed", "steps")}
 
 
 # -- errors as one line ----------------------------------------------------------------------
@@ -244,97 +202,6 @@ def _loss(cfg: LossCfg, xs: Domain, ys: Domain) -> np.ndarray:
     if not np.all(np.isfinite(m)) or np.any(m < 0):
         raise ConfigError("loss.matrix: entries must be finite and >= 0")
     return m
-
-
-def _normalised(field: str, p, n: int) -> np.ndarray:
-    """A given distribution: checked, and renormalised if it sums to 1 within ``_SUM_TOL``."""
-    p = np.asarray(p, dtype=np.float64)
-    if p.ndim == 1 and p.size and abs(p.sum() - 1.0) <= _SUM_TOL:
-        p = p / p.sum()
-    return check_distribution(field, p, n)
-
-
-def _coords(field: str, xs: Domain, dim: int) -> np.ndarray:
-    if xs.coords is None:
-        raise ConfigError(f"{field}: needs input coordinates (a grid, or inputs.coords)")
-    if dim != xs.coords.shape[1]:
-        raise ConfigError(f"{field}: has {dim} coordinates, the inputs have {xs.coords.shape[1]}")
-    return xs.coords
-
-
-def _read_points(field: str, path: Path) -> list[list[float]]:
-    """Rows of numbers from a CSV file; a first line that is not numeric is a header."""
-    try:
-        rows = [r for r in csv.reader(path.read_text(encoding="utf-8").splitlines()) if r]
-    except OSError as e:
-        raise ConfigError(f"{field}: cannot read {str(path)!r} ({e.strerror})") from None
-    points = []
-    for line, row in enumerate(rows, start=1):
-        try:
-            points.append([float(v) for v in row])
-        except ValueError:
-            if line > 1:
-                raise ConfigError(f"{field}: {path.name} line {line} is not numeric") from None
-    if len({len(p) for p in points}) > 1:
-        raise ConfigError(f"{field}: {path.name} has rows of different lengths")
-    return points
-
-
-def _histogram(field: str, cfg: DistributionCfg, xs: Domain, base_dir: Path) -> np.ndarray:
-    """Counts of points (nearest input coordinate) or samples (labels), plus ``smoothing``."""
-    if cfg.samples is not None:
-        key = "samples"
-        index = {label: i for i, label in enumerate(xs.labels)}
-        unknown = [s for s in cfg.samples if s not in index]
-        if unknown:
-            raise ConfigError(f"{field}.samples: unknown label {unknown[0]!r}")
-        idx = np.asarray([index[s] for s in cfg.samples], dtype=np.int64)
-    else:
-        key = "points" if cfg.points is not None else "points_file"
-        pts = cfg.points
-        if pts is None:
-            pts = _read_points(f"{field}.points_file", base_dir / cfg.points_file)
-        if not pts:
-            raise ConfigError(f"{field}.{key}: no points")
-        coords = _coords(f"{field}.{key}", xs, len(pts[0]))
-        idx = cKDTree(coords).query(np.asarray(pts, dtype=np.float64))[1]
-    w = np.ones(idx.size) if cfg.weights is None else np.asarray(cfg.weights, dtype=np.float64)
-    if w.shape != idx.shape or np.any(w < 0):
-        raise ConfigError(f"{field}.weights: need {idx.size} numbers >= 0, one per point")
-    counts = np.bincount(idx, weights=w, minlength=xs.size) + cfg.smoothing
-    if counts.sum() <= 0:
-        raise ConfigError(f"{field}.{key}: the histogram is empty (all weights are 0)")
-    return counts / counts.sum()
-
-
-def _mixture(field: str, gaussians: list[GaussianCfg], xs: Domain) -> np.ndarray:
-    """Each Gaussian discretised on the input coordinates, normalised, then mixed by weight."""
-    w = np.asarray([g.weight for g in gaussians], dtype=np.float64)
-    if w.sum() <= 0:
-        raise ConfigError(f"{field}.gaussians: the weights sum to 0")
-    out = np.zeros(xs.size)
-    for k, g in enumerate(gaussians):
-        coords = _coords(f"{field}.gaussians[{k}].center", xs, len(g.center))
-        logp = -np.sum((coords - np.asarray(g.center)) ** 2, axis=1) / (2.0 * g.scale**2)
-        p = np.exp(logp - logp.max())
-        out += w[k] / w.sum() * p / p.sum()
-    return out / out.sum()
-
-
-def distribution(field: str, cfg: DistributionCfg, xs: Domain, base_dir: Path) -> np.ndarray:
-    """The ``[n_in]`` distribution that a ``<distribution>`` value describes."""
-    if cfg.values is not None:
-        return _normalised(field, cfg.values, xs.size)
-    if cfg.uniform:
-        return np.full(xs.size, 1.0 / xs.size)
-    if cfg.labels is not None:
-        unknown = sorted(set(cfg.labels) - set(xs.labels))
-        if unknown:
-            raise ConfigError(f"{field}.labels: unknown label {unknown[0]!r}")
-        return _normalised(f"{field}.labels", [cfg.labels.get(k, 0.0) for k in xs.labels], xs.size)
-    if cfg.gaussians is not None:
-        return _mixture(field, cfg.gaussians, xs)
-    return _histogram(field, cfg, xs, base_dir)
 
 
 def _profiles(cfg: ConfigCfg, xs: Domain, dists: list[np.ndarray], owners: list[int], base_dir):
@@ -509,7 +376,7 @@ def config_from_dict(
         problem = _build(cfg, Path(base_dir))
     except SpecError as e:
         raise ConfigError(str(e)) from None
-    return problem, OptimizerOptions(seed=cfg.optimizer.seed, steps=cfg.optimizer.steps)
+    return problem, OptimizerOptions(**cfg.optimizer.model_dump())
 
 
 def load_config(path: str | Path) -> tuple[Problem, OptimizerOptions]:

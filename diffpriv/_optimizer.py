@@ -23,8 +23,9 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from . import _pdhg  # noqa: E402
-from ._linear import LinearData, constraint_matrix, linear_data, lower_bound  # noqa: E402
-from ._polish import polish  # noqa: E402
+from ._al import solve_al  # noqa: E402
+from ._linear import LinearData, constraint_matrix, linear_data, lower_bound, tighten  # noqa: E402
+from ._polish import polish, violation  # noqa: E402
 from ._problem import Problem  # noqa: E402
 
 __all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch"]
@@ -46,6 +47,8 @@ class OptimizeResult:
       seconds: wall time, compilation included.
       seed: the seed used.
       converged: whether the KKT tolerance was reached before ``steps``.
+      infeasible: the lower bound exceeds the largest objective any table can have, which
+        proves (weak duality) that no table meets the constraints.
       history: per-period traces, ``{"kkt": [...], "lower_bound": [...]}``.
     """
 
@@ -58,15 +61,19 @@ class OptimizeResult:
     seconds: float
     seed: int
     converged: bool
+    infeasible: bool
     history: dict[str, np.ndarray]
     options: dict
 
 
 @dataclasses.dataclass(frozen=True)
 class Optimizer:
-    """Restarted mirror PDHG on softmax logits.
+    """Restarted mirror PDHG on softmax logits (``method="pdhg"``, the default), or the augmented
+    Lagrangian with Adam (``method="al"``, :mod:`diffpriv._al`, ``steps`` split into phases of
+    ``period`` steps each followed by a multiplier update).
 
     Args:
+      method: ``"pdhg"`` or ``"al"``.
       steps: the maximum number of primal–dual steps.
       period: steps between restarts (and between convergence checks).
       omega: primal weight, relative to the problem's natural scale.
@@ -76,6 +83,7 @@ class Optimizer:
       polish: project the final table onto its guessed active face (:mod:`diffpriv._polish`).
     """
 
+    method: str = "pdhg"
     steps: int = 100_000
     period: int = 500
     omega: float = 0.3
@@ -85,6 +93,8 @@ class Optimizer:
     polish: bool = True
 
     def __post_init__(self):
+        if self.method not in ("pdhg", "al"):
+            raise ValueError(f"optimizer.method: must be 'pdhg' or 'al', got {self.method!r}")
         for name in ("steps", "period", "chunk"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -99,7 +109,10 @@ class Optimizer:
         """Optimizes ``problem``; ``progress(done, total, kkt)`` is called between chunks."""
         start = time.perf_counter()
         worst = problem.objective == "worst"
-        data = linear_data(problem)
+        true_data = linear_data(problem)
+        data = tighten(true_data)
+        if self.method == "al":
+            return self._run_al(problem, data, true_data, seed, start)
         steps = _steps_fn(data, worst, self.omega)
         state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter)
         n_periods = max(1, self.steps // self.period)
@@ -117,28 +130,53 @@ class Optimizer:
             if err <= self.tol:
                 converged = True
                 break
-        table = np.asarray(jnp.exp(state.theta)).reshape(problem.shape)
+        # The bound is valid for any multipliers; evaluate it against the real budgets.
+        lb = float(lower_bound(true_data, state.best_u, state.best_nu / steps.row_norm, worst=worst))
+        history = {"kkt": np.concatenate(kkts), "lower_bound": np.concatenate(lbs)}
+        return self._result(problem, data, true_data, jnp.exp(state.theta), state.u, lb,
+                            done * self.period, start, seed, converged, history)
+
+    def _run_al(self, problem, data, true_data, seed, start) -> OptimizeResult:
+        outer = max(1, self.steps // self.period)
+        worst = problem.objective == "worst"
+        table, _, mu, nu = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst)
+        lb = float(lower_bound(true_data, mu, nu, worst=worst))
+        return self._result(problem, data, true_data, table, mu, lb, outer * self.period, start,
+                            seed, False, {})
+
+    def _result(self, problem, data, true_data, table, u, lb, steps, start, seed, converged,
+                history):
+        """Polishes ``table`` (``[R, Y]``) against the tightened budgets and packs the result."""
+        table = np.asarray(table).reshape(problem.shape)
         table = table / table.sum(axis=-1, keepdims=True)
-        lb = float(lower_bound(data, state.best_u, state.best_nu / steps.row_norm, worst=worst))
         g, delta = (np.asarray(a) for a in constraint_matrix(data))
         if self.polish and g.shape[0]:
-            table = polish(problem, table, g, delta, np.asarray(state.u))
+            table = polish(problem, table, g, delta, np.asarray(u))
         obj = problem.objective_value(table)
-        w = np.asarray(jax.nn.softmax(state.phi, axis=-1))[:, :-1]
-        viol = g @ table.reshape(-1, table.shape[-1]) - delta[:, None] * w
+        g, delta = (np.asarray(a) for a in constraint_matrix(true_data))
+        viol = violation(g, delta, table.reshape(-1, table.shape[-1]))
         return OptimizeResult(
             table=table,
             objective=obj,
             lower_bound=lb,
             gap=(obj - lb) / max(abs(lb), 1e-300),
-            max_violation=float(jnp.max(viol)) if viol.size else 0.0,
-            steps=done * self.period,
+            max_violation=float(viol.max()) if viol.size else 0.0,
+            steps=steps,
             seconds=time.perf_counter() - start,
             seed=seed,
             converged=converged,
-            history={"kkt": np.concatenate(kkts), "lower_bound": np.concatenate(lbs)},
+            infeasible=lb > _largest_objective(problem) * (1 + 1e-9) + 1e-12,
+            history=history,
             options=dataclasses.asdict(self),
         )
+
+
+def _largest_objective(problem: Problem) -> float:
+    """The largest objective any table on the support can have."""
+    worst_row = np.max(np.where(problem.support_mask(), problem.loss[None], 0.0), axis=-1)  # [S, X]
+    if problem.objective == "worst":
+        return float(worst_row[problem.prior > 0].max())
+    return float(np.sum(problem.prior * worst_row))
 
 
 def _objective_scale(problem: Problem) -> float:
@@ -154,6 +192,11 @@ def _steps_jit(data, worst, omega):
 
 def _steps_fn(data: LinearData, worst: bool, omega: float) -> _pdhg.Steps:
     return _steps_jit(data, worst, omega)
+
+
+@jax.jit(static_argnums=(2, 3, 4))
+def _al_jit(data, key, outer, inner, worst):
+    return solve_al(data, key, outer=outer, inner=inner, worst=worst)
 
 
 @jax.jit(static_argnums=(3, 4, 5))
@@ -177,10 +220,12 @@ def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progr
     opt = Optimizer(**options)
     if not progress:
         return opt(problem, seed=seed)
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("optimizing"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                  TextColumn("kkt {task.fields[kkt]:.1e}"), TimeElapsedColumn(), transient=True) as bar:
+                  TextColumn("kkt {task.fields[kkt]:.1e}"), TimeElapsedColumn(), transient=True,
+                  console=Console(stderr=True)) as bar:
         task = bar.add_task("opt", total=opt.steps, kkt=float("nan"))
 
         def report(done, total, kkt):
@@ -192,26 +237,34 @@ def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progr
 def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int = 0,
                 **options) -> tuple[np.ndarray, np.ndarray]:
     """Solves ``problem`` with every ε multiplied by each entry of ``eps_scales``, as one
-    ``vmap``-ed compiled program (a privacy–utility frontier).
+    ``vmap``-ed compiled program (a privacy–utility frontier), then polishes each table.
 
     Returns ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
     """
     opt = Optimizer(steps=steps, **options)
     worst = problem.objective == "worst"
-    base = linear_data(problem)
-    scales = jnp.asarray(eps_scales, dtype=base.eps.dtype)
-    batch = base._replace(eps=scales[:, None] * base.eps[None, :])
+    true_base = linear_data(problem)
+    scales = jnp.asarray(eps_scales, dtype=true_base.eps.dtype)
+    true_batch = true_base._replace(eps=scales[:, None] * true_base.eps[None, :])
+    batch = tighten(true_batch)
     axes = LinearData(*([None] * 2 + [0] + [None] * 5))
     key = jax.random.PRNGKey(seed)
     n_periods = max(1, opt.steps // opt.period)
 
-    def one(data):
+    def one(data, true_data):
         st = _pdhg.step_sizes(data, worst=worst, omega_scale=opt.omega)
         state = _pdhg.init_state(data, st, key, opt.jitter)
         state, _ = _pdhg.run_periods(data, st, state, n_periods=n_periods, period=opt.period, worst=worst)
-        lb = lower_bound(data, state.best_u, state.best_nu / st.row_norm, worst=worst)
-        return jnp.exp(state.theta), lb
+        lb = lower_bound(true_data, state.best_u, state.best_nu / st.row_norm, worst=worst)
+        return jnp.exp(state.theta), lb, state.u
 
-    tables, lbs = jax.jit(jax.vmap(one, in_axes=(axes,)))(batch)
+    tables, lbs, us = jax.jit(jax.vmap(one, in_axes=(axes, axes)))(batch, true_batch)
     tables = np.asarray(tables).reshape((len(scales), *problem.shape))
-    return tables / tables.sum(-1, keepdims=True), np.asarray(lbs)
+    tables = tables / tables.sum(-1, keepdims=True)
+    if opt.polish:
+        for b in range(len(scales)):
+            one_data = batch._replace(eps=batch.eps[b])
+            g, delta = (np.asarray(a) for a in constraint_matrix(one_data))
+            if g.shape[0]:
+                tables[b] = polish(problem, tables[b], g, delta, np.asarray(us[b]))
+    return tables, np.asarray(lbs)

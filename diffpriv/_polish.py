@@ -6,7 +6,7 @@ where a budget is tiny (extended DP between close inputs: ``e^{ε d} − 1 ≈ �
 ``1e-6`` violation needs a visible mixing weight. Polishing removes them with linear algebra,
 not an LP: guess the active set from the solver's multipliers and residuals, then move the table
 by the least-norm correction that makes the guessed active constraints hold with equality and
-every row sum exactly 1, keeping entries that are (numerically) zero at zero. It is the
+every row sum exactly 1, with entries that are numerically zero set to exactly zero. It is the
 "solution polishing" step of OSQP (Stellato et al. 2020) applied to the table. The result is kept
 only if it is better (smaller violation at essentially the same loss); the certifier checks it
 like any other table.
@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
+import scipy.sparse.linalg
 
 from ._problem import Problem
 
-__all__ = ["polish"]
+__all__ = ["polish", "violation"]
 
 
-def _violation(g: np.ndarray, delta: np.ndarray, a: np.ndarray) -> np.ndarray:
+def violation(g: np.ndarray, delta: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Per-direction violation: pure rows per output, approximate rows as one hockey-stick."""
     v = g @ a  # [M, Y]
     pure = delta == 0
@@ -40,59 +42,73 @@ def polish(problem: Problem, table: np.ndarray, g: np.ndarray, delta: np.ndarray
       table: ``[S, X, Y]`` near-optimal table.
       g, delta: the solver's normalised constraint matrix ``[M, R]`` and slack budgets ``[M]``.
       u: ``[M, Y]`` the solver's multipliers.
-      zero_tol: entries below this stay exactly zero.
+      zero_tol: entries below this times their row's largest become exactly zero.
       active_tol: constraints within this of binding (or with a positive multiplier) are
         treated as active.
       rounds: projection rounds (each clips negatives and re-projects).
     """
     shape = table.shape
     a0 = table.reshape(-1, shape[-1]).astype(np.float64)
-    r, y = a0.shape
     umax = float(np.max(u, initial=0.0))
-    best, best_v = a0, float(np.max(_violation(g, delta, a0), initial=-np.inf))
+    best, best_v = a0, float(np.max(violation(g, delta, a0), initial=-np.inf))
     a = a0.copy()
     for _ in range(rounds):
         free = a > zero_tol * a.max(axis=1, keepdims=True)
-        v = g @ a
-        pure = delta == 0
-        act_pure = pure[:, None] & ((v > -active_tol) | (u > 1e-6 * umax))
-        rows_eq, rhs = [], []
-        idx = -np.ones((r, y), dtype=np.int64)
-        idx[free] = np.arange(int(free.sum()))
-        n = int(free.sum())
-        # guessed-active pure constraints: (G A)[i, y] = 0 on free entries
-        ii, yy = np.nonzero(act_pure)
-        for i, col in zip(ii, yy, strict=True):
-            rr = np.nonzero(free[:, col] & (g[i] != 0))[0]
-            row = np.zeros(n)
-            row[idx[rr, col]] = g[i, rr]
-            rows_eq.append(row)
-            rhs.append(-v[i, col])
-        # approximate constraints that bind: Σ_{y: positive part} (G A)[i, y] = δ_i
-        hs = np.maximum(v, 0).sum(axis=1) - delta
-        for i in np.nonzero((~pure) & (hs > -active_tol))[0]:
-            cols = np.nonzero(v[i] > 0)[0]
-            row = np.zeros(n)
-            for col in cols:
-                rr = np.nonzero(free[:, col] & (g[i] != 0))[0]
-                row[idx[rr, col]] += g[i, rr]
-            rows_eq.append(row)
-            rhs.append(-hs[i])
-        # row sums stay exactly 1
-        for rr in range(r):
-            row = np.zeros(n)
-            row[idx[rr, free[rr]]] = 1.0
-            rows_eq.append(row)
-            rhs.append(1.0 - a[rr, free[rr]].sum())
-        m = np.asarray(rows_eq)
-        step, *_ = scipy.linalg.lstsq(m, np.asarray(rhs), lapack_driver="gelsd")
-        a = a.copy()
-        a[free] += step
+        a = np.where(free, a, 0.0)  # numerical dust becomes exact zeros (0/0 ratios are ignored)
+        m, rhs = _active_system(g, delta, u, umax, a, free, active_tol)
+        a[free] += _least_norm(m, rhs)
         a = np.maximum(a, 0.0)
         a /= a.sum(axis=1, keepdims=True)
-        viol = float(np.max(_violation(g, delta, a), initial=-np.inf))
+        viol = float(np.max(violation(g, delta, a), initial=-np.inf))
         if viol < best_v:
             best, best_v = a, viol
         if viol <= 0:
             break
     return best.reshape(shape)
+
+
+def _active_system(g, delta, u, umax, a, free, active_tol):
+    """The sparse system ``M · step = rhs`` on the free entries (see module docstring)."""
+    r, y = a.shape
+    idx = -np.ones((r, y), dtype=np.int64)
+    idx[free] = np.arange(int(free.sum()))
+    v = g @ a
+    pure = delta == 0
+    rows, cols, vals, rhs = [], [], [], []
+    n_eq = 0
+    # guessed-active pure constraints: (G A)[i, y] = 0
+    ii, yy = np.nonzero(pure[:, None] & ((v > -active_tol) | (u > 1e-6 * umax)))
+    hit = free[:, yy].T & (g[ii] != 0)  # [n_active, R]
+    k, rr = np.nonzero(hit)
+    rows.append(n_eq + k)
+    cols.append(idx[rr, yy[k]])
+    vals.append(g[ii[k], rr])
+    rhs.append(-v[ii, yy])
+    n_eq += len(ii)
+    # binding approximate constraints: Σ_{y: (GA)[i,y] > 0} (G A)[i, y] = δ_i
+    hs = np.maximum(v, 0).sum(axis=1) - delta
+    for j, i in enumerate(np.nonzero((~pure) & (hs > -active_tol))[0]):
+        rr, cc = np.nonzero(free & (v[i] > 0)[None, :] & (g[i] != 0)[:, None])
+        rows.append(np.full(len(rr), n_eq + j))
+        cols.append(idx[rr, cc])
+        vals.append(g[i, rr])
+        rhs.append([-hs[i]])
+    n_eq += int(((~pure) & (hs > -active_tol)).sum())
+    # every row sums to exactly 1
+    rr, cc = np.nonzero(free)
+    rows.append(n_eq + rr)
+    cols.append(idx[rr, cc])
+    vals.append(np.ones(len(rr)))
+    rhs.append(1.0 - a.sum(axis=1))
+    n_eq += r
+    m = scipy.sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                                shape=(n_eq, int(free.sum())))
+    return m, np.concatenate([np.asarray(x, dtype=np.float64) for x in rhs])
+
+
+def _least_norm(m, rhs):
+    """The least-norm least-squares solution (dense SVD when small, LSQR otherwise)."""
+    if m.shape[0] * m.shape[1] <= 4_000_000:
+        step, *_ = scipy.linalg.lstsq(m.toarray(), rhs, lapack_driver="gelsd")
+        return step
+    return scipy.sparse.linalg.lsqr(m, rhs, atol=1e-15, btol=1e-15, iter_lim=20 * m.shape[1])[0]

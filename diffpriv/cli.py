@@ -1,9 +1,9 @@
-"""The ``diffpriv`` command line: ``optimize``, ``certify``, ``export``, ``reference``.
+"""The ``diffpriv`` command line: ``optimize``, ``certify``, ``export``, ``plot``, ``reference``.
 
 Exit codes: 0 success; 1 a certificate's claims do not hold (or a solver failed); 2 a user
 error — a bad config, a missing or malformed file — reported as one line ``error: ...`` on
 stderr, without a traceback and without writing any output. JAX is imported only once a
-config has been validated, inside ``optimize``.
+config has been validated, inside ``optimize``; matplotlib only inside ``plot``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -30,8 +30,8 @@ app = typer.Typer(
     name="diffpriv",
     help="Optimal local obfuscation mechanisms under distribution privacy, certified exactly.\n\n"
     "Typical use: diffpriv optimize CONFIG --out DIR; diffpriv certify DIR/certificate.json;"
-    " diffpriv export DIR/certificate.json --format csv. Exit codes: 0 ok, 1 a claim fails,"
-    " 2 bad input.",
+    " diffpriv export DIR/certificate.json --format csv; diffpriv plot DIR/certificate.json."
+    " Exit codes: 0 ok, 1 a claim fails, 2 bad input.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -78,6 +78,26 @@ def _read_certificate(path: Path) -> dict[str, Any]:
 def _check_out_dir(out: Path) -> None:
     if out.exists() and not out.is_dir():
         _fail(f"--out: {out} exists and is not a folder")
+
+
+@contextlib.contextmanager
+def _progress_bar(show: bool) -> Iterator[Callable[[int, int, float], None] | None]:
+    """A transient optimizer progress bar on stderr, only when stderr is a terminal.
+
+    Yields the ``progress(done, total, kkt)`` callback for :class:`diffpriv.Optimizer`, or
+    ``None``; stdout (the summary) stays clean when it is piped or redirected.
+    """
+    err = Console(stderr=True)
+    if not (show and err.is_terminal):
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("optimizing"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
+               TextColumn("kkt {task.fields[kkt]:.1e}"), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task("optimize", total=None, kkt=float("nan"))
+        yield lambda done, total, kkt: bar.update(task, completed=done, total=total, kkt=kkt)
 
 
 def _certify_and_save(problem: Problem, table: np.ndarray, out: Path, meta: dict, seed: int | None):
@@ -198,7 +218,9 @@ def optimize(
     steps: Annotated[
         int | None, typer.Option(help="Optimizer steps; overrides [optimizer] steps.", min=1)
     ] = None,
-    progress: Annotated[bool, typer.Option(help="Show optimizer progress.")] = True,
+    progress: Annotated[
+        bool, typer.Option(help="Show a progress bar on stderr (only when it is a terminal).")
+    ] = True,
 ) -> None:
     """Find the least-loss mechanism for CONFIG, certify it, and write OUT/certificate.json.
 
@@ -210,16 +232,24 @@ def optimize(
     """
     problem, options = _load(config)
     _check_out_dir(out)
-    seed = options.seed if seed is None else seed
-    steps = options.steps if steps is None else steps
+    kwargs = options.kwargs()  # the [optimizer] table; the command line overrides seed, steps
+    config_seed, config_steps = kwargs.pop("seed"), kwargs.pop("steps")
+    seed = config_seed if seed is None else seed
+    steps = config_steps if steps is None else steps
+    if steps is not None:
+        kwargs["steps"] = steps
 
-    from ._optimizer import optimize as run_optimizer  # imports JAX
+    from ._optimizer import Optimizer  # imports JAX
 
-    result = run_optimizer(problem, steps=steps, seed=seed, progress=progress)
+    with _progress_bar(progress) as report:
+        result = Optimizer(**kwargs)(problem, seed=seed, progress=report)
+    if result.infeasible:
+        _fail(f"{config}: the constraints cannot all hold: the optimizer's certified lower bound "
+              f"{result.lower_bound:.6g} exceeds the largest loss any table can have", code=1)
     meta = _meta("optimize", config, optimizer={
         "steps": int(result.steps), "seed": int(result.seed), "seconds": float(result.seconds),
         "objective": float(result.objective), "lower_bound": float(result.lower_bound),
-        "max_violation": float(result.max_violation),
+        "max_violation": float(result.max_violation), "options": result.options,
     })
     cert, certify_seconds = _certify_and_save(problem, result.table, out, meta, seed)
     summary = _summary(
@@ -292,6 +322,43 @@ def export(
     with _user_errors():
         write_table(problem, np.asarray(data["table"], dtype=np.float64), format, target)
     console.print(f"wrote {target} ({format}, table of shape {problem.shape})")
+
+
+@app.command()
+def plot(
+    file: Annotated[Path, typer.Argument(help="certificate.json to draw.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="PNG file [default: plot.png next to FILE].")
+    ] = None,
+) -> None:
+    """Draw the certified mechanism of FILE as a PNG (matplotlib).
+
+    Inputs and outputs with 2-D coordinates (a grid): maps of (a) the protected item
+    distributions, (b) what an observer of the reports sees for each item, (c) for a few true
+    inputs the distribution of the report, (d) the expected loss of each input. Other domains
+    (categories): the table as a heatmap per profile, then the item distributions, their output
+    distributions and the expected loss per input as bars. The claims are not re-checked: use
+    certify for that.
+    """
+    data = _read_certificate(file)
+    try:
+        problem = problem_from_dict(data["problem"])
+    except SpecError as e:
+        _fail(f"{file}: {e}")
+    try:
+        table = np.asarray(data["table"], dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        _fail(f"{file}: table: not an array of numbers ({e})")
+    if table.shape != problem.shape:
+        _fail(f"{file}: table: shape {table.shape}, expected {problem.shape}")
+    target = out if out is not None else file.with_name("plot.png")
+    if target.suffix.lower() != ".png":
+        _fail(f"--out: must be a .png file, got {str(target)!r}")
+    from ._plot import plot_certificate  # imports matplotlib
+
+    with _user_errors():
+        plot_certificate(problem, table, data, target, title=str(file))
+    console.print(f"wrote {target}")
 
 
 @app.command()

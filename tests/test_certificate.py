@@ -194,3 +194,32 @@ def test_unreadable_inputs_are_reported_not_raised(tmp_path):
 def test_meta_must_be_json():
     with pytest.raises(TypeError):
         certify(ldp_problem(2, 1.0), rr_table(2, 0.5), meta={"f": object()})
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o077])
+def test_save_gives_the_permissions_of_a_new_file(cert, tmp_path, umask):
+    """mkstemp creates 0600; a saved certificate is ``0o666 & ~umask``, like ``open(path, 'w')``."""
+    old = os.umask(umask)
+    try:
+        path = cert.save(tmp_path / "cert.json")
+        (tmp_path / "plain.txt").write_text("x")
+    finally:
+        os.umask(old)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask
+    assert os.stat(path).st_mode & 0o777 == os.stat(tmp_path / "plain.txt").st_mode & 0o777
+
+
+def test_umask_is_read_with_and_without_proc(monkeypatch):
+    from diffpriv.certify import _certificate
+
+    def no_proc(*args, **kwargs):
+        raise OSError("no /proc")
+
+    old = os.umask(0o027)
+    try:
+        assert _certificate._umask() == 0o027
+        monkeypatch.setattr(_certificate, "open", no_proc, raising=False)
+        assert _certificate._umask() == 0o027  # the set-and-restore fallback
+        assert os.umask(0o027) == 0o027  # ... restored it
+    finally:
+        os.umask(old)

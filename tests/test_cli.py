@@ -92,6 +92,29 @@ def test_bad_config_exits_2_with_one_line(runner, tmp_path, command, old, new, e
     assert not out.exists()  # nothing written
 
 
+# one bad value of each kind for each [optimizer] field: (TOML line, start of the error line)
+BAD_OPTIMIZER = [
+    ("seed = -1", "optimizer.seed: input should be greater than or equal to 0, got -1"),
+    ("steps = 0", "optimizer.steps: input should be greater than or equal to 1, got 0"),
+    ("period = 2.5", "optimizer.period: input should be a valid integer, got 2.5"),
+    ("omega = -0.3", "optimizer.omega: input should be greater than 0, got -0.3"),
+    ("tol = 0.0", "optimizer.tol: input should be greater than 0, got 0.0"),
+    ("tol = nan", "optimizer.tol: input should be a finite number, got nan"),
+    ("chunk = 0", "optimizer.chunk: input should be greater than or equal to 1, got 0"),
+    ("jitter = -1e-3", "optimizer.jitter: input should be greater than or equal to 0, got -0.001"),
+    ('polish = "no"', "optimizer.polish: input should be a valid boolean, got 'no'"),
+    ("rate = 0.1", "optimizer.rate: unknown key"),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), BAD_OPTIMIZER, ids=[c[0] for c in BAD_OPTIMIZER])
+def test_bad_optimizer_option_exits_2(runner, tmp_path, line, expected):
+    config = _config(tmp_path, BASE_TOML + f"\n[optimizer]\n{line}\n")
+    out = tmp_path / "out"
+    assert _error_line(runner.invoke(app, ["optimize", str(config), "--out", str(out)])) == expected
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("command", ["optimize", "reference", "certify", "export"])
 def test_missing_file_exits_2(runner, tmp_path, command):
     missing = tmp_path / "missing.toml"
@@ -119,7 +142,7 @@ def test_bad_config_fails_before_jax_is_imported(tmp_path):
 def test_help_explains_every_command(runner):
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for command in ("optimize", "certify", "export", "reference"):
+    for command in ("optimize", "certify", "export", "plot", "reference"):
         assert command in result.output
         sub = runner.invoke(app, [command, "--help"])
         assert sub.exit_code == 0 and "Usage" in sub.output
@@ -212,16 +235,37 @@ def test_reference_runs_shipped_configs(runner, name):
     assert "LP optimum" in result.output
 
 
-def test_optimize_end_to_end(runner, tmp_path):
+def test_progress_bar_only_on_a_terminal_stderr(capsys, monkeypatch):
+    from diffpriv.cli import _progress_bar
+
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(var, raising=False)
+    with _progress_bar(True) as report:  # stderr is captured: not a terminal
+        assert report is None
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # rich: treat stderr as a terminal
+    with _progress_bar(False) as report:
+        assert report is None
+    with _progress_bar(True) as report:
+        report(500, 1000, 1e-3)
+    out, err = capsys.readouterr()
+    assert out == "" and "500/1000 steps" in err  # drawn on stderr, stdout untouched
+
+
+def test_optimize_end_to_end(runner, tmp_path, monkeypatch):
     from diffpriv._reference import solve_lp
+
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(var, raising=False)
     from diffpriv.certify import Certificate, verify
 
-    config = _config(tmp_path, BASE_TOML + "\n[optimizer]\nseed = 5\nsteps = 100000\n")
+    options = "seed = 5\nsteps = 100000\nperiod = 250\nomega = 0.3\nchunk = 2\npolish = true\n"
+    config = _config(tmp_path, BASE_TOML + "\n[optimizer]\n" + options)
     out = tmp_path / "opt"
-    args = ["optimize", str(config), "--out", str(out), "--steps", "2000", "--seed", "1",
-            "--no-progress"]
-    result = runner.invoke(app, args)
+    args = ["optimize", str(config), "--out", str(out), "--steps", "2000", "--seed", "1"]
+    result = runner.invoke(app, args)  # progress on, but stderr is not a terminal: no bar
     assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert result.stdout.startswith("diffpriv optimize"), result.stdout[:80]  # no blank line
     for words in ("optimized table", "certified table", "lower bound", "repair weight", "distp0"):
         assert words in result.stdout
 
@@ -235,3 +279,46 @@ def test_optimize_end_to_end(runner, tmp_path):
     assert summary["lower_bound"] <= lp + 1e-9 <= summary["certified"] + 2e-9
     assert summary["certified"] - lp <= 1e-4 * lp, (summary["certified"], lp)
     assert cert.meta["config_sha256"] and cert.meta["optimizer"]["seed"] == 1
+    used = cert.meta["optimizer"]["options"]  # [optimizer] reached the optimizer
+    assert (used["steps"], used["period"], used["chunk"], used["polish"]) == (2000, 250, 2, True)
+
+
+@pytest.mark.parametrize("name", ["quickstart", "categorical"])
+def test_plot_writes_a_png(runner, tmp_path, monkeypatch, name):
+    """A grid (maps on the plane) and categories (heatmap per profile): a non-empty PNG."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    out = tmp_path / name
+    result = runner.invoke(app, ["reference", str(ROOT / "configs" / f"{name}.toml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    target = tmp_path / "figures" / f"{name}.png"
+    result = runner.invoke(app, ["plot", str(out / "certificate.json"), "--out", str(target)])
+    assert result.exit_code == 0, result.output
+    data = target.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 20_000
+    assert sorted(os.listdir(target.parent)) == [f"{name}.png"]  # no temporary file left
+    result = runner.invoke(app, ["plot", str(out / "certificate.json")])  # default: next to FILE
+    assert result.exit_code == 0 and (out / "plot.png").stat().st_size > 20_000
+
+
+def test_plot_bad_input_exits_2(runner, tmp_path, lp_certificate):
+    target = tmp_path / "p.png"
+    missing = tmp_path / "missing.json"
+    line = _error_line(runner.invoke(app, ["plot", str(missing), "--out", str(target)]))
+    assert line == f"{missing}: no such file"
+    junk = tmp_path / "junk.json"
+    junk.write_text("{not json")
+    line = _error_line(runner.invoke(app, ["plot", str(junk), "--out", str(target)]))
+    assert line.startswith(f"{junk}: not a JSON file")
+    data = json.loads(lp_certificate.read_text())
+    data["table"] = [[[1.0]]]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    line = _error_line(runner.invoke(app, ["plot", str(bad), "--out", str(target)]))
+    assert line == f"{bad}: table: shape (1, 1, 1), expected (1, 3, 3)"
+    del data["problem"]["loss"]
+    bad.write_text(json.dumps(data))
+    line = _error_line(runner.invoke(app, ["plot", str(bad), "--out", str(target)]))
+    assert line == f"{bad}: problem: missing field 'loss'"
+    line = _error_line(runner.invoke(app, ["plot", str(lp_certificate), "--out", str(tmp_path / "p.pdf")]))
+    assert line.startswith("--out: must be a .png file")
+    assert not target.exists()

@@ -75,7 +75,27 @@ BAD = [
      "items[0].distribution.points_file", "cannot read"),
     ("bad-distribution-type", _with("items.0.distribution", 0.5), "items[0].distribution",
      "expected a list of numbers or a table, got 0.5"),
+    ("optimizer-unknown", _with("optimizer", {"learning_rate": 0.1}), "optimizer.learning_rate",
+     "unknown key"),
 ]
+
+# (field, bad value, words): each [optimizer] field rejects a value of the wrong kind or range
+BAD_OPTIMIZER = [
+    ("seed", -1, "greater than or equal to 0, got -1"),
+    ("steps", 0, "greater than or equal to 1, got 0"),
+    ("steps", 10.5, "valid integer, got 10.5"),
+    ("period", 0, "greater than or equal to 1, got 0"),
+    ("period", True, "valid integer, got True"),
+    ("omega", 0.0, "greater than 0, got 0.0"),
+    ("omega", math.inf, "finite number, got inf"),
+    ("tol", -1e-9, "greater than 0, got -1e-09"),
+    ("tol", "small", "valid number, got 'small'"),
+    ("chunk", 0, "greater than or equal to 1, got 0"),
+    ("jitter", -0.1, "greater than or equal to 0, got -0.1"),
+    ("polish", "yes", "valid boolean, got 'yes'"),
+]
+BAD += [(f"optimizer-{f}={v!r}", _with("optimizer", {f: v}), f"optimizer.{f}", w)
+        for f, v, w in BAD_OPTIMIZER]
 
 
 @pytest.mark.parametrize(
@@ -223,6 +243,16 @@ def test_neighbours_radius_and_support():
     assert corner.pairs == ((0, 8),) and corner.name == "corner"
     assert problem.support[0].sum(axis=1).tolist() == [3, 4, 3, 4, 5, 4, 3, 4, 3]
     assert (opts.seed, opts.steps) == (7, 50)
+    assert opts.kwargs() == {"seed": 7, "steps": 50}  # unset fields keep the optimizer's defaults
+
+
+def test_optimizer_options_pass_through():
+    table = {"seed": 3, "steps": 800, "period": 200, "omega": 1, "tol": 1e-6, "chunk": 2,
+             "jitter": 0.0, "polish": False}
+    _, opts = config_from_dict(_with("optimizer", table))
+    kwargs = opts.kwargs()
+    assert kwargs == {**table, "omega": 1.0}
+    assert isinstance(kwargs["omega"], float)
 
 
 @pytest.mark.parametrize("name", ["quickstart", "categorical", "profiles"])

@@ -86,7 +86,7 @@ def test_same_shapes_do_not_recompile():
 def test_batch_over_budgets_matches_single_runs():
     problem = random_problem(4, n_in=6, n_out=6, extra="none")
     scales = np.array([0.5, 1.0, 2.0])
-    tables, bounds = dp.solve_batch(problem, scales, steps=3000)
+    tables, bounds = dp.solve_batch(problem, scales, steps=3000, polish=False)
     for s, table, bound in zip(scales, tables, bounds, strict=True):
         scaled = _scale_eps(problem, s)
         single = dp.optimize(scaled, steps=3000, polish=False)
@@ -122,3 +122,38 @@ def test_options_are_validated():
         dp.optimize(k_rr_problem(2, 1.0), steps=0)
     with pytest.raises(ValueError, match="optimizer.omega"):
         dp.optimize(k_rr_problem(2, 1.0), omega=-1.0)
+
+
+def test_support_radius_table_certifies_without_mixing():
+    """With a support mask no data-independent mixing exists (no output is allowed in every
+    row), so the optimizer itself must deliver a table that holds: budgets are tightened by a
+    hair and numerical dust is zeroed before polishing."""
+    X = dp.Domain.grid(5, 5)
+    d = X.distances(X)
+    home = np.exp(-0.5 * np.sum((X.coords - [1.0, 1.0]) ** 2, axis=1))
+    out = np.exp(-0.5 * np.sum((X.coords - [3.5, 3.5]) ** 2, axis=1))
+    items = (dp.Item("home", home / home.sum()), dp.Item("out", out / out.sum()))
+    problem = dp.Problem(X, X, d, (items[0].dist + items[1].dist) / 2, items=items,
+                         constraints=(dp.DistP(((0, 1),), 1.0),), support=d <= 3.0)
+    ref = solve_lp(problem)
+    result = dp.optimize(problem)
+    cert = certify(problem, result.table)
+    assert cert.ok and cert.repair_t == 0.0
+    assert np.all(cert.table[0][d > 3.0] == 0.0)
+    assert ref.value * (1 - 1e-9) <= cert.loss <= ref.value * 1.002
+
+
+def test_infeasible_problem_is_detected_by_the_dual_bound():
+    """Support radius 2 with distant home/out distributions: no table meets ε = 1 (the LP says
+    infeasible); the dual bound grows past any achievable loss, which proves it."""
+    X = dp.Domain.grid(5, 5)
+    d = X.distances(X)
+    home = np.exp(-0.5 * np.sum((X.coords - [1.0, 1.0]) ** 2, axis=1))
+    out = np.exp(-0.5 * np.sum((X.coords - [3.5, 3.5]) ** 2, axis=1))
+    items = (dp.Item("home", home / home.sum()), dp.Item("out", out / out.sum()))
+    problem = dp.Problem(X, X, d, (items[0].dist + items[1].dist) / 2, items=items,
+                         constraints=(dp.DistP(((0, 1),), 1.0),), support=d <= 2.0)
+    with pytest.raises(dp.ReferenceSolveError, match="nfeasible"):
+        solve_lp(problem)
+    assert dp.optimize(problem, steps=20_000).infeasible
+    assert not dp.optimize(k_rr_problem(3, 1.0)).infeasible

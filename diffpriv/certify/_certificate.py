@@ -45,6 +45,22 @@ def versions() -> dict[str, str]:
     return {"python": platform.python_version(), "numpy": np.__version__, "diffpriv": ours}
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux ``/proc``).
+
+    ``os.umask`` can only be read by setting it; that set-and-restore, the fallback, briefly
+    changes the mask for every thread of the process.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o077)  # the most restrictive value while it is briefly set
+    os.umask(mask)
+    return mask
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Certificate:
     """A certified mechanism table.
@@ -138,7 +154,8 @@ class Certificate:
     def save(self, path: str | os.PathLike) -> Path:
         """Writes the JSON atomically: a temporary file in the same folder, then ``os.replace``.
 
-        On any error the target is left as it was and the temporary file is removed.
+        The file gets the permissions of any newly created file, ``0o666 & ~umask``. On any
+        error the target is left as it was and the temporary file is removed.
         """
         path = Path(path)
         text = self.to_json()  # serialise first: a failure here touches no file
@@ -148,6 +165,7 @@ class Certificate:
                 f.write(text)
                 f.flush()
                 os.fsync(f.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a new file gets 0666 & ~umask
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

@@ -1,0 +1,110 @@
+"""Optimality benchmark: the certified optimizer against the exact LP optimum.
+
+Runs seeded random problems (``diffpriv._known.random_problem``: |X|, |Y| ≤ 30, one to three
+protected pairs, ε in [0.1, 3], some with local or extended DP, some with 2–3 profiles, every
+fourth with δ = 0.02) through each optimizer method, certifies the table, and compares the
+certified loss and the reported lower bound with HiGHS's optimum. No LP solver runs inside the
+optimizer.
+
+    python benchmarks/optimality.py                   # 24 problems, both methods
+    python benchmarks/optimality.py --n 40 --methods pdhg
+
+Prints one row per problem and a summary, and writes ``benchmarks/results/optimality.json``.
+Acceptance (issue 2): every certified loss within 1 % of the LP optimum, the median within
+0.2 %, and no lower bound above the optimum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import platform
+import time
+
+import numpy as np
+
+import diffpriv as dp
+from diffpriv._known import random_problem
+from diffpriv.certify import certify, verify
+
+
+def family(problem: dp.Problem) -> str:
+    kinds = "+".join(sorted({c.kind for c in problem.constraints}))
+    pairs = sum(len(c.pairs) for c in problem.constraints if c.kind == "distp")
+    delta = any(getattr(c, "delta", 0) > 0 for c in problem.constraints)
+    return f"{kinds}{' δ' if delta else ''} pairs={pairs} S={len(problem.profiles)}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=24, help="number of random problems (seeds 0..n-1)")
+    ap.add_argument("--methods", default="pdhg,al", help="comma-separated optimizer methods")
+    ap.add_argument("--steps", type=int, default=None, help="steps per run (default: the method's)")
+    ap.add_argument("--out", default="benchmarks/results/optimality.json")
+    args = ap.parse_args()
+    methods = args.methods.split(",")
+
+    rows = []
+    header = f"{'seed':>4} {'shape':>12} {'family':<28} {'LP':>10} " + " ".join(
+        f"{m + ' gap %':>11} {m + ' lb %':>10} {m + ' s':>7}" for m in methods)
+    print(header)
+    for seed in range(args.n):
+        problem = random_problem(seed, delta=0.02 if seed % 4 == 3 else 0.0)
+        t0 = time.perf_counter()
+        ref = dp.solve_lp(problem)
+        lp_seconds = time.perf_counter() - t0
+        row = {"seed": seed, "shape": problem.shape, "family": family(problem), "lp": ref.value,
+               "lp_seconds": lp_seconds}
+        for m in methods:
+            opts = {} if args.steps is None else {"steps": args.steps}
+            result = dp.optimize(problem, method=m, **opts)
+            cert = certify(problem, result.table)
+            assert cert.ok and verify(cert.to_dict()).ok
+            row[m] = {
+                "certified": cert.loss,
+                "raw": result.objective,
+                "lower_bound": result.lower_bound,
+                "repair_t": cert.repair_t,
+                "gap": (cert.loss - ref.value) / ref.value,
+                "lb_gap": (ref.value - result.lower_bound) / ref.value,
+                "seconds": result.seconds,
+                "steps": result.steps,
+            }
+        rows.append(row)
+        print(f"{seed:>4} {str(problem.shape):>12} {row['family']:<28} {ref.value:>10.6f} " + " ".join(
+            f"{100 * row[m]['gap']:>11.4f} {100 * row[m]['lb_gap']:>10.4f} {row[m]['seconds']:>7.1f}"
+            for m in methods), flush=True)
+
+    summary = {}
+    for m in methods:
+        gaps = np.array([r[m]["gap"] for r in rows])
+        lbs = np.array([r[m]["lb_gap"] for r in rows])
+        secs = np.array([r[m]["seconds"] for r in rows])
+        summary[m] = {
+            "median_gap_pct": 100 * float(np.median(gaps)),
+            "max_gap_pct": 100 * float(gaps.max()),
+            "within_1pct": int((gaps <= 0.01).sum()),
+            "lower_bound_above_lp": int((lbs < -1e-9).sum()),
+            "median_lb_gap_pct": 100 * float(np.median(lbs)),
+            "total_seconds": float(secs.sum()),
+        }
+        s = summary[m]
+        print(f"{m}: certified gap median {s['median_gap_pct']:.4f} %, max {s['max_gap_pct']:.4f} %, "
+              f"{s['within_1pct']}/{len(rows)} within 1 %; lower bound above LP: "
+              f"{s['lower_bound_above_lp']}; median lower-bound gap {s['median_lb_gap_pct']:.4f} %; "
+              f"total {s['total_seconds']:.1f} s")
+    if len(methods) > 1:
+        base = summary[methods[0]]["total_seconds"]
+        for m in methods[1:]:
+            print(f"time ratio {m}/{methods[0]} (same run, same machine): "
+                  f"{summary[m]['total_seconds'] / base:.2f}")
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": platform.platform(), "rows": rows, "summary": summary},
+                              indent=1, default=list))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
