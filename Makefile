@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 OUT ?= out/quickstart
 
-.PHONY: run test test-slow bench lint clean
+.PHONY: run test test-slow bench frontier lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,7 @@ run: $(STAMP)
 	$(VENV)/bin/diffpriv optimize configs/quickstart.toml --out $(OUT)
 	$(VENV)/bin/diffpriv certify $(OUT)/certificate.json
 	$(VENV)/bin/diffpriv export $(OUT)/certificate.json --format csv --out $(OUT)/table.csv
+	$(VENV)/bin/diffpriv plot $(OUT)/certificate.json --out $(OUT)/plot.png
 
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow and not gpu"
@@ -26,6 +27,9 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/optimality.py
+
+frontier: $(STAMP)
+	$(PY) experiments/frontier.py configs/quickstart.toml --out out/frontier
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check diffpriv tests benchmarks experiments

@@ -76,6 +76,7 @@ class OptimizerCfg(StrictModel):
     """``diffpriv.Optimizer`` settings; ``None`` keeps the optimizer's default."""
 
     seed: int = Field(default=0, ge=0)
+    method: Literal["pdhg", "al"] | None = None
     steps: int | None = Field(default=None, ge=1)
     period: int | None = Field(default=None, ge=1)
     omega: Number | None = Field(default=None, gt=0)
@@ -107,6 +108,7 @@ class OptimizerOptions:
     """
 
     seed: int = 0
+    method: str | None = None
     steps: int | None = None
     period: int | None = None
     omega: float | None = None

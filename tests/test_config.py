@@ -260,3 +260,13 @@ def test_shipped_configs_load(name):
     problem, _ = load_config(CONFIGS / f"{name}.toml")
     assert problem.constraints
     assert np.isclose(problem.prior.sum(), 1.0, rtol=0, atol=1e-12)
+
+
+def test_optimizer_method_is_validated_and_passed_through(tmp_path):
+
+    base = {"inputs": {"labels": ["a", "b"]}, "loss": {"kind": "hamming"},
+            "constraints": [{"kind": "ldp", "epsilon": 1.0}]}
+    _, options = config_from_dict({**base, "optimizer": {"method": "al"}}, tmp_path)
+    assert options.kwargs()["method"] == "al"
+    with pytest.raises(ConfigError, match=r"^optimizer\.method: "):
+        config_from_dict({**base, "optimizer": {"method": "newton"}}, tmp_path)

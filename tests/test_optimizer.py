@@ -128,13 +128,7 @@ def test_support_radius_table_certifies_without_mixing():
     """With a support mask no data-independent mixing exists (no output is allowed in every
     row), so the optimizer itself must deliver a table that holds: budgets are tightened by a
     hair and numerical dust is zeroed before polishing."""
-    X = dp.Domain.grid(5, 5)
-    d = X.distances(X)
-    home = np.exp(-0.5 * np.sum((X.coords - [1.0, 1.0]) ** 2, axis=1))
-    out = np.exp(-0.5 * np.sum((X.coords - [3.5, 3.5]) ** 2, axis=1))
-    items = (dp.Item("home", home / home.sum()), dp.Item("out", out / out.sum()))
-    problem = dp.Problem(X, X, d, (items[0].dist + items[1].dist) / 2, items=items,
-                         constraints=(dp.DistP(((0, 1),), 1.0),), support=d <= 3.0)
+    problem, d = _home_out_with_radius(3.0)
     ref = solve_lp(problem)
     result = dp.optimize(problem)
     cert = certify(problem, result.table)
@@ -146,14 +140,20 @@ def test_support_radius_table_certifies_without_mixing():
 def test_infeasible_problem_is_detected_by_the_dual_bound():
     """Support radius 2 with distant home/out distributions: no table meets ε = 1 (the LP says
     infeasible); the dual bound grows past any achievable loss, which proves it."""
+    problem, _ = _home_out_with_radius(2.0)
+    with pytest.raises(dp.ReferenceSolveError, match="nfeasible"):
+        solve_lp(problem)
+    assert dp.optimize(problem, steps=20_000).infeasible
+    assert not dp.optimize(k_rr_problem(3, 1.0)).infeasible
+
+
+def _home_out_with_radius(radius):
+    """A 5×5 grid, pure DistP (ε = 1) between two Gaussian blobs, outputs within ``radius``."""
     X = dp.Domain.grid(5, 5)
     d = X.distances(X)
     home = np.exp(-0.5 * np.sum((X.coords - [1.0, 1.0]) ** 2, axis=1))
     out = np.exp(-0.5 * np.sum((X.coords - [3.5, 3.5]) ** 2, axis=1))
     items = (dp.Item("home", home / home.sum()), dp.Item("out", out / out.sum()))
     problem = dp.Problem(X, X, d, (items[0].dist + items[1].dist) / 2, items=items,
-                         constraints=(dp.DistP(((0, 1),), 1.0),), support=d <= 2.0)
-    with pytest.raises(dp.ReferenceSolveError, match="nfeasible"):
-        solve_lp(problem)
-    assert dp.optimize(problem, steps=20_000).infeasible
-    assert not dp.optimize(k_rr_problem(3, 1.0)).infeasible
+                         constraints=(dp.DistP(((0, 1),), 1.0),), support=d <= radius)
+    return problem, d
