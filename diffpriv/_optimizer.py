@@ -50,6 +50,9 @@ class OptimizeResult:
       infeasible: the lower bound exceeds the largest objective any table can have, which
         proves (weak duality) that no table meets the constraints.
       history: per-period traces, ``{"kkt": [...], "lower_bound": [...]}``.
+      options: the optimizer's settings.
+      state: the solver's final state (PDHG: logits and multipliers, before polishing), so that
+        ``optimize(..., init=result)`` continues where this run stopped.
     """
 
     table: np.ndarray
@@ -64,6 +67,14 @@ class OptimizeResult:
     infeasible: bool
     history: dict[str, np.ndarray]
     options: dict
+    state: object = None
+
+    @property
+    def mechanism(self):
+        """The table as a :class:`~diffpriv.Mechanism` (logits ``log A``, zeros masked out)."""
+        from ._mechanism import Mechanism
+
+        return Mechanism.from_table(self.table)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,9 +115,14 @@ class Optimizer:
             if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise ValueError(f"optimizer.{name}: must be a positive number, got {v!r}")
 
-    def __call__(self, problem: Problem, *, seed: int = 0,
+    def __call__(self, problem: Problem, *, seed: int = 0, init=None,
                  progress: Callable[[int, int, float], None] | None = None) -> OptimizeResult:
-        """Optimizes ``problem``; ``progress(done, total, kkt)`` is called between chunks."""
+        """Optimizes ``problem``; ``progress(done, total, kkt)`` is called between chunks.
+
+        ``init`` warm-starts PDHG: from an :class:`OptimizeResult` of a problem of the same
+        shape (its primal and dual state: the run continues, e.g. at a neighbouring budget), or
+        from a :class:`~diffpriv.Mechanism` or a table (primal only).
+        """
         start = time.perf_counter()
         worst = problem.objective == "worst"
         true_data = linear_data(problem)
@@ -115,6 +131,12 @@ class Optimizer:
             return self._run_al(problem, data, true_data, seed, start)
         steps = _steps_fn(data, worst, self.omega)
         state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter)
+        if isinstance(init, OptimizeResult) and isinstance(init.state, _pdhg.PDHGState):
+            if init.state.theta.shape != state.theta.shape or init.state.u.shape != state.u.shape:
+                raise ValueError("init: the result is of a problem of another shape")
+            state = init.state._replace(best_lb=state.best_lb)
+        elif init is not None:
+            state = state._replace(theta=_initial_logits(problem, data, init))
         n_periods = max(1, self.steps // self.period)
         done, kkts, lbs, converged = 0, [], [], False
         scale = _objective_scale(problem)
@@ -133,8 +155,9 @@ class Optimizer:
         # The bound is valid for any multipliers; evaluate it against the real budgets.
         lb = float(lower_bound(true_data, state.best_u, state.best_nu / steps.row_norm, worst=worst))
         history = {"kkt": np.concatenate(kkts), "lower_bound": np.concatenate(lbs)}
-        return self._result(problem, data, true_data, jnp.exp(state.theta), state.u, lb,
-                            done * self.period, start, seed, converged, history)
+        result = self._result(problem, data, true_data, jnp.exp(state.theta), state.u, lb,
+                              done * self.period, start, seed, converged, history)
+        return dataclasses.replace(result, state=state)
 
     def _run_al(self, problem, data, true_data, seed, start) -> OptimizeResult:
         outer = max(1, self.steps // self.period)
@@ -171,6 +194,20 @@ class Optimizer:
         )
 
 
+def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
+    """Normalised logits ``[R, Y]`` of a warm start (a Mechanism or a table), on the support."""
+    from ._mechanism import Mechanism
+
+    if isinstance(init, OptimizeResult):
+        init = init.table
+    log_table = init.log_table() if isinstance(init, Mechanism) else jnp.log(jnp.asarray(init))
+    if log_table.shape != problem.shape:
+        raise ValueError(f"init: shape {log_table.shape}, expected {problem.shape}")
+    # Entries that are exactly zero start at a tiny probability, so PDHG can still move them.
+    logits = jnp.maximum(log_table.reshape(data.mask.shape), -50.0)
+    return _pdhg.log_normalise(logits, data.mask)
+
+
 def _largest_objective(problem: Problem) -> float:
     """The largest objective any table on the support can have."""
     worst_row = np.max(np.where(problem.support_mask(), problem.loss[None], 0.0), axis=-1)  # [S, X]
@@ -205,21 +242,22 @@ def _run(data, steps, state, n_periods, period, worst):
 
 
 def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progress: bool = False,
-             **options) -> OptimizeResult:
+             init=None, **options) -> OptimizeResult:
     """Finds a near-optimal table for ``problem`` (one call: configure and run).
 
     Args:
       problem: the problem.
       steps: maximum number of steps (default: :class:`Optimizer`'s).
       seed: PRNG seed of the starting jitter; results are deterministic for a seed.
-      progress: show a progress bar (rich) between compiled chunks.
+      progress: show a progress bar (rich, on stderr) between compiled chunks.
+      init: warm start, a :class:`~diffpriv.Mechanism` or a table of the problem's shape.
       **options: other :class:`Optimizer` fields (``period``, ``omega``, ``tol``, ...).
     """
     if steps is not None:
         options["steps"] = steps
     opt = Optimizer(**options)
     if not progress:
-        return opt(problem, seed=seed)
+        return opt(problem, seed=seed, init=init)
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -231,7 +269,7 @@ def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progr
         def report(done, total, kkt):
             bar.update(task, completed=done, total=total, kkt=kkt)
 
-        return opt(problem, seed=seed, progress=report)
+        return opt(problem, seed=seed, init=init, progress=report)
 
 
 def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int = 0,

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 
 from ._linear import LinearData, constraint_matrix, lower_bound
 
-__all__ = ["PDHGState", "Steps", "step_sizes", "init_state", "run_periods"]
+__all__ = ["PDHGState", "Steps", "step_sizes", "init_state", "log_normalise", "run_periods"]
 
 
 class Steps(NamedTuple):
@@ -62,7 +62,7 @@ class PDHGState(NamedTuple):
     kkt: jax.Array  # [] KKT error at the last restart
 
 
-def _log_normalise(logits, mask=None):
+def log_normalise(logits, mask=None):
     if mask is not None:
         logits = jnp.where(mask, logits, -jnp.inf)
     return logits - jax.scipy.special.logsumexp(logits, axis=-1, keepdims=True)
@@ -97,7 +97,7 @@ def init_state(data: LinearData, steps: Steps, key: jax.Array, jitter: float = 1
     """Starts from (a seeded jitter of) the uniform table, which satisfies every constraint."""
     r, y = data.cost.shape
     m = steps.g.shape[0]
-    theta = _log_normalise(jitter * jax.random.normal(key, (r, y), dtype=data.cost.dtype), data.mask)
+    theta = log_normalise(jitter * jax.random.normal(key, (r, y), dtype=data.cost.dtype), data.mask)
     zeros_u = jnp.zeros((m, y), dtype=data.cost.dtype)
     zeros_nu = jnp.zeros((r,), dtype=data.cost.dtype)
     return PDHGState(
@@ -148,7 +148,7 @@ def _step(data: LinearData, steps: Steps, worst: bool):
             grad = grad + (nu / steps.row_norm)[:, None] * data.row_loss
         else:
             grad = grad + data.cost
-        theta_n = _log_normalise(theta - om * steps.tau_a * grad, data.mask)
+        theta_n = log_normalise(theta - om * steps.tau_a * grad, data.mask)
         table_n = jnp.exp(theta_n)
         slack_grad = jnp.pad(steps.delta[:, None] * u, ((0, 0), (0, 1)))
         phi_n = phi + om * steps.tau_w * slack_grad
@@ -181,7 +181,7 @@ def _period(data: LinearData, steps: Steps, state: PDHGState, length: int, worst
     k_cur, lb_cur = _kkt(data, steps, table, w, t, u, nu, worst)
     k_avg, lb_avg = _kkt(data, steps, a_avg, w_avg, t_avg, u_avg, nu_avg, worst)
     use_avg = k_avg <= k_cur
-    theta_avg = _log_normalise(jnp.log(a_avg), data.mask)
+    theta_avg = log_normalise(jnp.log(a_avg), data.mask)
     phi_avg = jnp.log(w_avg)
     pick = lambda a, b: jnp.where(use_avg, a, b)  # noqa: E731
     better_cur = lb_cur >= lb_avg
