@@ -91,9 +91,11 @@ def tighten(data: LinearData, rel: float = 1e-7, eps_abs: float = 1e-8,
 
 def constraint_matrix(data: LinearData) -> tuple[jax.Array, jax.Array]:
     """``(G, δ)``: the row-normalised ``[2K, R]`` matrix and ``[2K]`` slack budgets."""
-    e = jnp.exp(data.eps)[:, None]
-    g = jnp.concatenate([data.wa - e * data.wb, data.wb - e * data.wa], axis=0)
-    delta = jnp.concatenate([data.delta, data.delta])
+    # Each row is divided by e^ε before normalising (the same constraint), so that a huge ε
+    # (e^ε overflows) stays finite: then the row tends to −Q, i.e. no constraint at all.
+    r = jnp.exp(-data.eps)[:, None]
+    g = jnp.concatenate([r * data.wa - data.wb, r * data.wb - data.wa], axis=0)
+    delta = jnp.concatenate([data.delta, data.delta]) * jnp.concatenate([r[:, 0], r[:, 0]])
     norm = jnp.maximum(jnp.abs(g).sum(axis=1), jnp.finfo(g.dtype).tiny)
     return g / norm[:, None], delta / norm
 

@@ -128,6 +128,8 @@ class Optimizer:
         true_data = linear_data(problem)
         data = tighten(true_data)
         if self.method == "al":
+            if init is not None:
+                raise ValueError("init: warm starts need method 'pdhg'")
             return self._run_al(problem, data, true_data, seed, start)
         steps = _steps_fn(data, worst, self.omega)
         state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter)
@@ -137,12 +139,13 @@ class Optimizer:
             state = init.state._replace(best_lb=state.best_lb)
         elif init is not None:
             state = state._replace(theta=_initial_logits(problem, data, init))
-        n_periods = max(1, self.steps // self.period)
+        n_periods = -(-self.steps // self.period)  # ceil: at least the steps asked for
+        chunk = _divisor_at_most(n_periods, self.chunk)  # equal chunks: one compilation
         done, kkts, lbs, converged = 0, [], [], False
         scale = _objective_scale(problem)
         while done < n_periods:
-            n = min(self.chunk, n_periods - done)
-            state, (kkt, lb) = _run(data, steps, state, n, self.period, worst)
+            n = chunk
+            state, (kkt, lb) = _run(data, true_data, steps, state, n, self.period, worst)
             done += n
             kkts.append(np.asarray(kkt))
             lbs.append(np.asarray(lb))
@@ -172,6 +175,7 @@ class Optimizer:
         """Polishes ``table`` (``[R, Y]``) against the tightened budgets and packs the result."""
         table = np.asarray(table).reshape(problem.shape)
         table = table / table.sum(axis=-1, keepdims=True)
+        _check_finite(table)
         g, delta = (np.asarray(a) for a in constraint_matrix(data))
         if self.polish and g.shape[0]:
             table = polish(problem, table, g, delta, np.asarray(u))
@@ -208,6 +212,11 @@ def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
     return _pdhg.log_normalise(logits, data.mask)
 
 
+def _divisor_at_most(n: int, k: int) -> int:
+    """The largest divisor of ``n`` that is at most ``k``."""
+    return max(d for d in range(1, min(n, k) + 1) if n % d == 0)
+
+
 def _largest_objective(problem: Problem) -> float:
     """The largest objective any table on the support can have."""
     worst_row = np.max(np.where(problem.support_mask(), problem.loss[None], 0.0), axis=-1)  # [S, X]
@@ -236,9 +245,10 @@ def _al_jit(data, key, outer, inner, worst):
     return solve_al(data, key, outer=outer, inner=inner, worst=worst)
 
 
-@jax.jit(static_argnums=(3, 4, 5))
-def _run(data, steps, state, n_periods, period, worst):
-    return _pdhg.run_periods(data, steps, state, n_periods=n_periods, period=period, worst=worst)
+@jax.jit(static_argnums=(4, 5, 6))
+def _run(data, true_data, steps, state, n_periods, period, worst):
+    return _pdhg.run_periods(data, steps, state, n_periods=n_periods, period=period, worst=worst,
+                             bound_data=true_data)
 
 
 def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progress: bool = False,
@@ -277,32 +287,47 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     """Solves ``problem`` with every ε multiplied by each entry of ``eps_scales``, as one
     ``vmap``-ed compiled program (a privacy–utility frontier), then polishes each table.
 
-    Returns ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
+    Uses PDHG for exactly ``ceil(steps / period)`` periods (no early stop). Returns
+    ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
     """
     opt = Optimizer(steps=steps, **options)
-    worst = problem.objective == "worst"
+    if opt.method != "pdhg":
+        raise ValueError("optimizer.method: solve_batch runs 'pdhg' only")
     true_base = linear_data(problem)
     scales = jnp.asarray(eps_scales, dtype=true_base.eps.dtype)
     true_batch = true_base._replace(eps=scales[:, None] * true_base.eps[None, :])
     batch = tighten(true_batch)
-    axes = LinearData(*([None] * 2 + [0] + [None] * 5))
-    key = jax.random.PRNGKey(seed)
-    n_periods = max(1, opt.steps // opt.period)
-
-    def one(data, true_data):
-        st = _pdhg.step_sizes(data, worst=worst, omega_scale=opt.omega)
-        state = _pdhg.init_state(data, st, key, opt.jitter)
-        state, _ = _pdhg.run_periods(data, st, state, n_periods=n_periods, period=opt.period, worst=worst)
-        lb = lower_bound(true_data, state.best_u, state.best_nu / st.row_norm, worst=worst)
-        return jnp.exp(state.theta), lb, state.u
-
-    tables, lbs, us = jax.jit(jax.vmap(one, in_axes=(axes, axes)))(batch, true_batch)
-    tables = np.asarray(tables).reshape((len(scales), *problem.shape))
+    n_periods = -(-opt.steps // opt.period)
+    tables, lbs, us = _batch(batch, true_batch, jax.random.PRNGKey(seed), n_periods, opt.period,
+                             problem.objective == "worst", opt.omega, opt.jitter)
+    tables = np.array(tables).reshape((len(scales), *problem.shape))
     tables = tables / tables.sum(-1, keepdims=True)
+    _check_finite(tables)
     if opt.polish:
         for b in range(len(scales)):
-            one_data = batch._replace(eps=batch.eps[b])
-            g, delta = (np.asarray(a) for a in constraint_matrix(one_data))
+            g, delta = (np.asarray(a) for a in constraint_matrix(batch._replace(eps=batch.eps[b])))
             if g.shape[0]:
                 tables[b] = polish(problem, tables[b], g, delta, np.asarray(us[b]))
     return tables, np.asarray(lbs)
+
+
+@jax.jit(static_argnums=(3, 4, 5, 6, 7))
+def _batch(batch, true_batch, key, n_periods, period, worst, omega, jitter):
+    """One compiled program for a batch of budgets (``eps`` has a leading batch axis)."""
+
+    def one(data, true_data):
+        st = _pdhg.step_sizes(data, worst=worst, omega_scale=omega)
+        state = _pdhg.init_state(data, st, key, jitter)
+        state, _ = _pdhg.run_periods(data, st, state, n_periods=n_periods, period=period,
+                                     worst=worst, bound_data=true_data)
+        lb = lower_bound(true_data, state.best_u, state.best_nu / st.row_norm, worst=worst)
+        return jnp.exp(state.theta), lb, state.u
+
+    axes = LinearData(*([None] * 2 + [0] + [None] * 5))
+    return jax.vmap(one, in_axes=(axes, axes))(batch, true_batch)
+
+
+def _check_finite(table: np.ndarray) -> None:
+    if not np.all(np.isfinite(table)):
+        raise FloatingPointError("optimizer: the table became non-finite (diverged); "
+                                 "try a smaller optimizer.omega")

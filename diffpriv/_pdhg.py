@@ -94,7 +94,8 @@ def step_sizes(data: LinearData, *, worst: bool, omega_scale: float) -> Steps:
 
 
 def init_state(data: LinearData, steps: Steps, key: jax.Array, jitter: float = 1e-3) -> PDHGState:
-    """Starts from (a seeded jitter of) the uniform table, which satisfies every constraint."""
+    """Starts from (a seeded jitter of) the uniform table on the support (without a support mask
+    it satisfies every constraint)."""
     r, y = data.cost.shape
     m = steps.g.shape[0]
     theta = log_normalise(jitter * jax.random.normal(key, (r, y), dtype=data.cost.dtype), data.mask)
@@ -125,13 +126,14 @@ def _certified_bound(data, steps, u, nu, worst):
     return lower_bound(data, u, nu / steps.row_norm, worst=worst)
 
 
-def _kkt(data, steps, table, w, t, u, nu, worst):
-    """Duality gap plus violation, both in the balanced (normalised) units."""
+def _kkt(data, bound_data, steps, table, w, t, u, nu, worst):
+    """Duality gap plus violation, both in the balanced (normalised) units; the gap uses the
+    lower bound at ``bound_data``'s budgets (the real ones)."""
     viol = jnp.sum(jax.nn.relu(steps.g @ table - steps.delta[:, None] * w[:, :-1]))
     if worst:
         rows = jnp.sum(data.row_loss * table, axis=1)
         viol = viol + jnp.sum(jnp.where(data.row_active, jax.nn.relu(rows - t) / steps.row_norm, 0.0))
-    lb = _certified_bound(data, steps, u, nu, worst)
+    lb = _certified_bound(bound_data, steps, u, nu, worst)
     gap = jnp.abs(objective(data, table, worst=worst) - lb)
     return gap + viol, lb
 
@@ -169,7 +171,8 @@ def _step(data: LinearData, steps: Steps, worst: bool):
     return body
 
 
-def _period(data: LinearData, steps: Steps, state: PDHGState, length: int, worst: bool) -> PDHGState:
+def _period(data: LinearData, bound_data: LinearData, steps: Steps, state: PDHGState, length: int,
+            worst: bool) -> PDHGState:
     """``length`` PDHG steps, then a restart from the better of current and average."""
     zeros = (jnp.zeros_like(state.theta), jnp.zeros_like(state.phi), jnp.zeros_like(state.t),
              jnp.zeros_like(state.u), jnp.zeros_like(state.nu))
@@ -178,8 +181,8 @@ def _period(data: LinearData, steps: Steps, state: PDHGState, length: int, worst
     a_avg, w_avg, t_avg, u_avg, nu_avg = jax.tree_util.tree_map(lambda s: s / length, sums)
     table = jnp.exp(theta)
     w = jax.nn.softmax(phi, axis=-1)
-    k_cur, lb_cur = _kkt(data, steps, table, w, t, u, nu, worst)
-    k_avg, lb_avg = _kkt(data, steps, a_avg, w_avg, t_avg, u_avg, nu_avg, worst)
+    k_cur, lb_cur = _kkt(data, bound_data, steps, table, w, t, u, nu, worst)
+    k_avg, lb_avg = _kkt(data, bound_data, steps, a_avg, w_avg, t_avg, u_avg, nu_avg, worst)
     use_avg = k_avg <= k_cur
     theta_avg = log_normalise(jnp.log(a_avg), data.mask)
     phi_avg = jnp.log(w_avg)
@@ -203,11 +206,15 @@ def _period(data: LinearData, steps: Steps, state: PDHGState, length: int, worst
 
 
 def run_periods(data: LinearData, steps: Steps, state: PDHGState, *, n_periods: int,
-                period: int, worst: bool) -> tuple[PDHGState, jax.Array]:
-    """Runs ``n_periods × period`` steps; returns the state and the KKT error per period."""
+                period: int, worst: bool, bound_data: LinearData | None = None
+                ) -> tuple[PDHGState, jax.Array]:
+    """Runs ``n_periods × period`` steps on ``data``; returns the state and, per period, the KKT
+    error and the best certified lower bound, evaluated at ``bound_data``'s budgets (default
+    ``data``'s; pass the real budgets when ``data`` is tightened)."""
+    bound_data = data if bound_data is None else bound_data
 
     def body(st, _):
-        st = _period(data, steps, st, period, worst)
+        st = _period(data, bound_data, steps, st, period, worst)
         return st, (st.kkt, st.best_lb)
 
     state, trace = jax.lax.scan(body, state, None, length=n_periods)

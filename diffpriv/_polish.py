@@ -8,8 +8,9 @@ not an LP: guess the active set from the solver's multipliers and residuals, the
 by the least-norm correction that makes the guessed active constraints hold with equality and
 every row sum exactly 1, with entries that are numerically zero set to exactly zero. It is the
 "solution polishing" step of OSQP (Stellato et al. 2020) applied to the table. The result is kept
-only if it is better (smaller violation at essentially the same loss); the certifier checks it
-like any other table.
+only if it lowers the largest violation (the correction is least-norm, so the loss moves by the
+order of the violations; the optimality benchmark measures the end result); the certifier checks
+it like any other table.
 """
 
 from __future__ import annotations

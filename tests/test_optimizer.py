@@ -179,3 +179,23 @@ def test_warm_start_from_a_mechanism():
     np.testing.assert_allclose(np.asarray(warm.mechanism.table()), warm.table, atol=1e-12)
     with pytest.raises(ValueError, match="init: shape"):
         dp.optimize(problem, init=np.ones((1, 2, 2)) / 2)
+
+
+def test_huge_epsilon_stays_finite_and_every_traced_bound_is_valid():
+    # e^800 overflows float64; the constraint is then void and the optimum is 0 (report the truth).
+    result = dp.optimize(k_rr_problem(3, 800.0))
+    assert result.objective == 0.0 and np.isfinite(result.lower_bound)
+    # The per-period bounds are evaluated at the real budgets, not the tightened ones.
+    result = dp.optimize(k_rr_problem(4, 1.0))
+    assert np.max(result.history["lower_bound"]) <= k_rr_loss(4, 1.0) * (1 + 1e-12)
+
+
+def test_batch_does_not_recompile_and_rejects_other_methods():
+    problem = random_problem(4, n_in=5, n_out=5, extra="none")
+    dp.solve_batch(problem, [1.0, 2.0], steps=1000)
+    before = _optimizer._batch._cache_size()
+    dp.solve_batch(random_problem(5, n_in=5, n_out=5, n_pairs=problem.comparisons().size,
+                                  n_profiles=len(problem.profiles), extra="none"), [0.5, 3.0], steps=1000)
+    assert _optimizer._batch._cache_size() == before
+    with pytest.raises(ValueError, match="optimizer.method"):
+        dp.solve_batch(problem, [1.0], method="al")
