@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 OUT ?= out/quickstart
 
-.PHONY: run test test-slow bench frontier lint clean
+.PHONY: run test test-slow bench frontier lint clean sacramento
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,3 +36,7 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) out
+
+sacramento: $(STAMP)
+	$(PY) -m pip install -q -e '.[experiments]'
+	$(PY) experiments/sacramento.py --out out/sacramento

@@ -17,12 +17,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from ._distributions import ConfigError, DistributionCfg, Number, StrictModel, distribution
 from ._problem import DistP, Domain, ExtendedDP, Item, LocalDP, Problem, SpecError
 
-__all__ = ["ConfigError", "OptimizerOptions", "config_from_dict", "load_config"]
+__all__ = ["MAX_GRID_CELLS", "MAX_SEED", "ConfigError", "OptimizerOptions", "config_from_dict",
+           "load_config"]
+
+MAX_GRID_CELLS = 10_000
+"""Largest ``rows × cols`` of a grid domain (the table has ``|X|·|Y|`` entries per profile)."""
+MAX_SEED = 2**32 - 1
+"""Largest random seed (``jax.random.PRNGKey`` takes a 32-bit seed)."""
 
 # -- schema ----------------------------------------------------------------------------------
 
@@ -33,6 +39,13 @@ class GridCfg(StrictModel):
     rows: int = Field(ge=1)
     cols: int = Field(ge=1)
     cell: Number = Field(default=1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _not_too_large(self) -> GridCfg:
+        n = self.rows * self.cols
+        if n > MAX_GRID_CELLS:
+            raise ValueError(f"{self.rows} × {self.cols} = {n} cells, at most {MAX_GRID_CELLS} allowed")
+        return self
 
 
 class DomainCfg(StrictModel):
@@ -75,7 +88,7 @@ class MechanismCfg(StrictModel):
 class OptimizerCfg(StrictModel):
     """``diffpriv.Optimizer`` settings; ``None`` keeps the optimizer's default."""
 
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=0, ge=0, le=MAX_SEED)
     method: Literal["pdhg", "al"] | None = None
     steps: int | None = Field(default=None, ge=1)
     period: int | None = Field(default=None, ge=1)
@@ -145,7 +158,7 @@ def _one_line(e: ValidationError) -> str:
     elif kind == "literal_error":
         msg = f"must be {err['ctx']['expected']}, got {err['input']!r}"
     elif kind.endswith("_type") or kind in (
-        "greater_than", "greater_than_equal", "less_than", "finite_number"
+        "greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"
     ):
         msg = f"{msg}, got {err['input']!r}"
     msg = msg[:1].lower() + msg[1:]
@@ -303,6 +316,11 @@ def _support(cfg: MechanismCfg, xs: Domain, ys: Domain) -> np.ndarray | None:
         return None
     if xs.coords is None or ys.coords is None:
         raise ConfigError("mechanism.support_radius: needs coordinates for inputs and outputs")
+    if xs.coords.shape[1] != ys.coords.shape[1]:
+        raise ConfigError(
+            f"mechanism.support_radius: the inputs have {xs.coords.shape[1]}-D coordinates, "
+            f"the outputs {ys.coords.shape[1]}-D"
+        )
     mask = xs.distances(ys) <= r * (1 + 1e-9)
     lonely = np.flatnonzero(~mask.any(axis=1))
     if lonely.size:

@@ -103,22 +103,41 @@ def _coords(field: str, xs: Domain, dim: int) -> np.ndarray:
     return xs.coords
 
 
-def _read_points(field: str, path: Path) -> list[list[float]]:
-    """Rows of numbers from a CSV file; a first line that is not numeric is a header."""
+def _points(field: str, rows: list[list[float]], names: list[str]) -> np.ndarray:
+    """``[n, d]`` points from rows of numbers (inline or from a file), checked: at least one,
+    every row of the same length ``d >= 1``, every number finite. ``names[i]`` says where row
+    ``i`` is, for the error message (``"point 3"``, ``"pts.csv line 4"``)."""
+    if not rows:
+        raise ConfigError(f"{field}: no points")
+    for row, name in zip(rows, names, strict=True):
+        if not row:
+            raise ConfigError(f"{field}: {name} has no numbers")
+        if len(row) != len(rows[0]):
+            raise ConfigError(f"{field}: {name} has {len(row)} numbers, {names[0]} has {len(rows[0])}")
+        if not all(np.isfinite(row)):
+            raise ConfigError(f"{field}: {name} has a NaN or infinite number")
+    return np.asarray(rows, dtype=np.float64)
+
+
+def _read_points(field: str, path: Path) -> np.ndarray:
+    """The points in a CSV file; a first line that is not numeric is a header."""
     try:
-        rows = [r for r in csv.reader(path.read_text(encoding="utf-8").splitlines()) if r]
-    except OSError as e:
-        raise ConfigError(f"{field}: cannot read {str(path)!r} ({e.strerror})") from None
-    points = []
-    for line, row in enumerate(rows, start=1):
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        why = getattr(e, "strerror", None) or e
+        raise ConfigError(f"{field}: cannot read {str(path)!r} ({why})") from None
+    rows, names, first = [], [], True
+    for line, row in enumerate(csv.reader(lines), start=1):
+        if not row:
+            continue
         try:
-            points.append([float(v) for v in row])
+            rows.append([float(v) for v in row])
+            names.append(f"{path.name} line {line}")
         except ValueError:
-            if line > 1:
+            if not first:
                 raise ConfigError(f"{field}: {path.name} line {line} is not numeric") from None
-    if len({len(p) for p in points}) > 1:
-        raise ConfigError(f"{field}: {path.name} has rows of different lengths")
-    return points
+        first = False
+    return _points(field, rows, names)
 
 
 def _histogram(field: str, cfg: DistributionCfg, xs: Domain, base_dir: Path) -> np.ndarray:
@@ -131,14 +150,13 @@ def _histogram(field: str, cfg: DistributionCfg, xs: Domain, base_dir: Path) -> 
             raise ConfigError(f"{field}.samples: unknown label {unknown[0]!r}")
         idx = np.asarray([index[s] for s in cfg.samples], dtype=np.int64)
     else:
-        key = "points" if cfg.points is not None else "points_file"
-        pts = cfg.points
-        if pts is None:
+        if cfg.points is not None:
+            key = "points"
+            pts = _points(f"{field}.points", cfg.points, [f"point {i}" for i in range(len(cfg.points))])
+        else:
+            key = "points_file"
             pts = _read_points(f"{field}.points_file", base_dir / cfg.points_file)
-        if not pts:
-            raise ConfigError(f"{field}.{key}: no points")
-        coords = _coords(f"{field}.{key}", xs, len(pts[0]))
-        idx = cKDTree(coords).query(np.asarray(pts, dtype=np.float64))[1]
+        idx = cKDTree(_coords(f"{field}.{key}", xs, pts.shape[1])).query(pts)[1]
     w = np.ones(idx.size) if cfg.weights is None else np.asarray(cfg.weights, dtype=np.float64)
     if w.shape != idx.shape or np.any(w < 0):
         raise ConfigError(f"{field}.weights: need {idx.size} numbers >= 0, one per point")

@@ -1,74 +1,45 @@
-"""Writing a mechanism table for deployment (csv, npz, json), and atomic file writes.
+"""Writing a mechanism table for deployment (csv, npz, json), and JSON summaries.
 
-Every file is written to a temporary file in the target folder and moved into place with
-``os.replace``, so a reader never sees a half-written file. numpy only.
+Every file is written atomically (:func:`diffpriv._io.atomic_open`), so a reader never sees a
+half-written file. numpy only.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
-import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
+from ._io import atomic_open, atomic_write
 from ._problem import Problem
+from .certify._summary import json_number
 
-__all__ = ["FORMATS", "atomic_open", "jsonable", "write_json", "write_table"]
+__all__ = ["FORMATS", "jsonable", "write_json", "write_table"]
 
 Format = Literal["csv", "npz", "json"]
 FORMATS: tuple[Format, ...] = ("csv", "npz", "json")
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-@contextlib.contextmanager
-def atomic_open(path: str | Path, mode: str = "w") -> Iterator[IO[Any]]:
-    """Opens a temporary file next to ``path``; on success it replaces ``path``, else vanishes."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as e:
-        raise OSError(e.errno, e.strerror, str(path)) from None
-    try:
-        text = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
-        with os.fdopen(fd, mode, **text) as f:
-            yield f
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def jsonable(data: Any) -> Any:
-    """``data`` with non-finite floats as the strings ``"inf"``, ``"-inf"``, ``"nan"``
-    (the certificate's convention: strict JSON has no such numbers)."""
+    """``data`` with every float as the certificate stores it (:func:`json_number`): finite
+    floats as numbers, non-finite ones as the strings ``"inf"``, ``"-inf"``, ``"nan"``
+    (strict JSON has no such numbers). Tuples become lists."""
     if isinstance(data, dict):
         return {k: jsonable(v) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
         return [jsonable(v) for v in data]
-    if isinstance(data, float) and not np.isfinite(data):
-        return str(data)
+    if isinstance(data, float):
+        return json_number(data)
     return data
 
 
 def write_json(path: str | Path, data: Any) -> None:
     """Writes ``data`` as indented strict JSON (see :func:`jsonable`), atomically."""
     text = json.dumps(jsonable(data), indent=2, allow_nan=False, ensure_ascii=False)
-    with atomic_open(path) as f:
-        f.write(text + "\n")
+    atomic_write(path, text + "\n")
 
 
 def _labels(problem: Problem) -> dict[str, list[str]]:

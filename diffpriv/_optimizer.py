@@ -123,6 +123,8 @@ class Optimizer:
         shape (its primal and dual state: the run continues, e.g. at a neighbouring budget), or
         from a :class:`~diffpriv.Mechanism` or a table (primal only).
         """
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+            raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
         start = time.perf_counter()
         worst = problem.objective == "worst"
         true_data = linear_data(problem)

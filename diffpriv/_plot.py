@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from ._export import atomic_open
+from ._io import atomic_open
 from ._problem import Problem
 
 __all__ = ["plot_certificate"]

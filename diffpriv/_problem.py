@@ -15,11 +15,21 @@ Shapes used throughout:
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Sequence
+import functools
 from typing import Literal
 
 import numpy as np
+
+from ._checks import (
+    SpecError,
+    _check_budget,
+    _check_labels,
+    _float_array,
+    _integer,
+    _is_sequence,
+    check_distribution,
+)
+from ._comparisons import Comparisons, expand
 
 __all__ = [
     "SpecError",
@@ -33,56 +43,8 @@ __all__ = [
     "Comparisons",
 ]
 
-_SUM_TOL = 1e-9
 
 
-class SpecError(ValueError):
-    """A problem specification is invalid; the message names the field and the problem."""
-
-
-def check_distribution(field: str, p: np.ndarray, n: int | None = None) -> np.ndarray:
-    """Returns ``p`` as a float64 vector after checking it is a probability distribution."""
-    p = np.asarray(p, dtype=np.float64)
-    if p.ndim != 1:
-        raise SpecError(f"{field}: expected a vector, got shape {p.shape}")
-    if n is not None and p.shape[0] != n:
-        raise SpecError(f"{field}: has {p.shape[0]} entries, expected {n}")
-    if p.shape[0] == 0:
-        raise SpecError(f"{field}: is empty")
-    if not np.all(np.isfinite(p)):
-        raise SpecError(f"{field}: has a NaN or infinite entry at index {int(np.argmin(np.isfinite(p)))}")
-    if np.any(p < 0):
-        raise SpecError(f"{field}: has a negative entry {p.min():g} at index {int(np.argmin(p))}")
-    total = float(p.sum())
-    if abs(total - 1.0) > _SUM_TOL:
-        raise SpecError(f"{field}: sums to {total:.6g}, expected 1")
-    # Renormalise only beyond rounding, so a stored distribution reads back bit-identical.
-    return p / total if abs(total - 1.0) > 2.0**-40 else p
-
-
-def _check_budget(field: str, value: float, *, upper: float = math.inf, closed_upper=False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise SpecError(f"{field}: expected a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise SpecError(f"{field}: must be finite, got {value}")
-    if value < 0:
-        raise SpecError(f"{field}: must be >= 0, got {value:g}")
-    if value > upper or (value == upper and not closed_upper):
-        raise SpecError(f"{field}: must be in [0, {upper:g}), got {value:g}")
-    return value
-
-
-def _check_labels(field: str, labels: Sequence[str]) -> tuple[str, ...]:
-    labels = tuple(str(label) for label in labels)
-    if not labels:
-        raise SpecError(f"{field}: is empty")
-    seen: set[str] = set()
-    for label in labels:
-        if label in seen:
-            raise SpecError(f"{field}: duplicate label {label!r}")
-        seen.add(label)
-    return labels
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -95,7 +57,7 @@ class Domain:
     def __post_init__(self):
         object.__setattr__(self, "labels", _check_labels("domain.labels", self.labels))
         if self.coords is not None:
-            c = np.asarray(self.coords, dtype=np.float64)
+            c = _float_array("domain.coords", self.coords)
             if c.ndim == 1:
                 c = c[:, None]
             if c.ndim != 2 or c.shape[0] != len(self.labels):
@@ -108,9 +70,11 @@ class Domain:
 
     @property
     def size(self) -> int:
+        """The number of points, ``len(labels)``."""
         return len(self.labels)
 
     def index(self, label: str, field: str) -> int:
+        """The position of ``label``; a SpecError naming ``field`` if there is none."""
         try:
             return self.labels.index(str(label))
         except ValueError:
@@ -192,29 +156,6 @@ class ExtendedDP:
 Constraint = DistP | LocalDP | ExtendedDP
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class Comparisons:
-    """Every constraint expanded to comparisons of two output distributions.
-
-    Comparison ``k`` bounds the divergence between ``P_k = Σ_x wa[k,x] A[sa[k], x]`` and
-    ``Q_k = Σ_x wb[k,x] A[sb[k], x]`` in both directions: the hockey-stick divergence
-    ``Σ_y max(0, P − e^{eps[k]} Q)`` must be at most ``delta[k]`` (``delta = 0`` is the pure,
-    per-output ratio bound). ``group[k]`` is the index of the constraint it comes from and
-    ``scale[k]`` divides its level when reporting (``d(x, x')`` for extended DP, else 1).
-    """
-
-    sa: np.ndarray  # [K] int
-    wa: np.ndarray  # [K, n_in]
-    sb: np.ndarray  # [K] int
-    wb: np.ndarray  # [K, n_in]
-    eps: np.ndarray  # [K]
-    delta: np.ndarray  # [K]
-    scale: np.ndarray  # [K]
-    group: np.ndarray  # [K] int
-
-    @property
-    def size(self) -> int:
-        return int(self.sa.shape[0])
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -253,7 +194,7 @@ class Problem:
             raise SpecError(f"objective: must be 'expected' or 'worst', got {self.objective!r}")
         ns = len(self.profiles)
 
-        loss = np.asarray(self.loss, dtype=np.float64)
+        loss = _float_array("loss", self.loss)
         if loss.shape != (nx, ny):
             raise SpecError(f"loss: shape {loss.shape}, expected ({nx}, {ny}) = (inputs, outputs)")
         if not np.all(np.isfinite(loss)):
@@ -262,7 +203,7 @@ class Problem:
             raise SpecError(f"loss: has a negative entry {loss.min():g}")
         object.__setattr__(self, "loss", loss)
 
-        prior = np.asarray(self.prior, dtype=np.float64)
+        prior = _float_array("prior", self.prior)
         if prior.ndim == 1:
             prior = prior[None, :]
         if prior.shape != (ns, nx):
@@ -273,33 +214,49 @@ class Problem:
         names: set[str] = set()
         for i, item in enumerate(self.items):
             field = f"items[{i}]"
+            if not isinstance(item, Item):
+                raise SpecError(f"{field}: expected an Item, got {type(item).__name__}")
+            if not isinstance(item.name, str):
+                raise SpecError(f"{field}.name: expected a string, got {item.name!r}")
             if item.name in names:
                 raise SpecError(f"{field}.name: duplicate item name {item.name!r}")
             names.add(item.name)
-            if not 0 <= int(item.profile) < ns:
-                raise SpecError(f"{field}.profile: index {item.profile} out of range for {ns} profiles")
+            profile = _integer(f"{field}.profile", item.profile)
+            if not 0 <= profile < ns:
+                raise SpecError(f"{field}.profile: index {profile} out of range for {ns} profiles")
             dist = check_distribution(f"items.{item.name}.distribution", item.dist, nx)
-            items.append(Item(item.name, dist, int(item.profile)))
+            items.append(Item(item.name, dist, profile))
         object.__setattr__(self, "items", tuple(items))
 
         if self.support is not None:
-            sup = np.asarray(self.support, dtype=bool)
-            if sup.ndim == 2:
+            try:
+                sup = np.asarray(self.support, dtype=bool)
+            except (TypeError, ValueError) as e:
+                raise SpecError(f"support: expected a boolean array ({e})") from None
+            if sup.shape == (nx, ny):  # one mask for every profile
                 sup = np.broadcast_to(sup, (ns, nx, ny)).copy()
             if sup.shape != (ns, nx, ny):
                 raise SpecError(f"support: shape {sup.shape}, expected ({ns}, {nx}, {ny})")
             empty = np.argwhere(~sup.any(axis=-1))
             if empty.size:
                 s, x = empty[0]
-                raise SpecError(f"support: input {self.inputs.labels[x]!r} has no allowed output")
+                raise SpecError(f"support: input {self.inputs.labels[x]!r} of profile "
+                                f"{self.profiles[s]!r} has no allowed output")
             object.__setattr__(self, "support", sup)
 
         if self.input_metric is not None:
-            d = np.asarray(self.input_metric, dtype=np.float64)
+            d = _float_array("input_metric", self.input_metric)
             if d.shape != (nx, nx):
                 raise SpecError(f"input_metric: shape {d.shape}, expected ({nx}, {nx})")
             if not np.all(np.isfinite(d)) or np.any(d < 0):
                 raise SpecError("input_metric: must be finite and non-negative")
+            if np.any(np.diag(d) != 0):
+                x = int(np.flatnonzero(np.diag(d))[0])
+                raise SpecError(f"input_metric: must have a zero diagonal, d[{x}, {x}] = {d[x, x]:g}")
+            if np.any(d != d.T):
+                x, x2 = np.argwhere(d != d.T)[0]
+                raise SpecError(f"input_metric: must be symmetric, d[{x}, {x2}] = {d[x, x2]:g} "
+                                f"but d[{x2}, {x}] = {d[x2, x]:g}")
             object.__setattr__(self, "input_metric", d)
 
         object.__setattr__(
@@ -309,17 +266,20 @@ class Problem:
     # -- validation -------------------------------------------------------------------------
 
     def _check_pairs(self, field: str, pairs, n: int, what: str) -> tuple[tuple[int, int], ...]:
+        if not _is_sequence(pairs):
+            raise SpecError(f"{field}: expected a sequence of pairs, got {pairs!r}")
         out = []
-        for p in pairs:
-            if len(p) != 2:
-                raise SpecError(f"{field}: a pair must have two entries, got {p!r}")
-            i, j = int(p[0]), int(p[1])
-            for k in (i, j):
+        for j, p in enumerate(pairs):
+            where = f"{field}[{j}]"
+            if not _is_sequence(p) or len(p) != 2:
+                raise SpecError(f"{where}: a pair must be a sequence of two indices, got {p!r}")
+            a, b = _integer(where, p[0]), _integer(where, p[1])
+            for k in (a, b):
                 if not 0 <= k < n:
-                    raise SpecError(f"{field}: {what} index {k} out of range (have {n})")
-            if i == j:
-                raise SpecError(f"{field}: pair ({i}, {j}) compares a {what} with itself")
-            out.append((i, j))
+                    raise SpecError(f"{where}: {what} index {k} out of range (have {n})")
+            if a == b:
+                raise SpecError(f"{where}: pair ({a}, {b}) compares {what} {a} with itself")
+            out.append((a, b))
         if not out:
             raise SpecError(f"{field}: no pairs")
         return tuple(out)
@@ -327,6 +287,8 @@ class Problem:
     def _check_constraint(self, i: int, c: Constraint) -> Constraint:
         field = f"constraints[{i}]"
         nx = self.inputs.size
+        if isinstance(c, (DistP, LocalDP, ExtendedDP)) and not isinstance(c.name, str):
+            raise SpecError(f"{field}.name: expected a string, got {c.name!r}")
         if isinstance(c, DistP):
             eps = _check_budget(f"{field}.epsilon", c.epsilon)
             delta = _check_budget(f"{field}.delta", c.delta, upper=1.0)
@@ -380,39 +342,12 @@ class Problem:
         return self.expected_loss(table)
 
     def comparisons(self) -> Comparisons:
-        """Expands every constraint into pairwise comparisons of output distributions."""
-        ns, nx, _ = self.shape
-        eye = np.eye(nx)
-        rows: list[tuple[int, np.ndarray, int, np.ndarray, float, float, float, int]] = []
-        for g, c in enumerate(self.constraints):
-            if isinstance(c, DistP):
-                for i, j in c.pairs:
-                    a, b = self.items[i], self.items[j]
-                    rows.append((a.profile, a.dist, b.profile, b.dist, c.epsilon, c.delta, 1.0, g))
-                continue
-            pairs = c.pairs if c.pairs is not None else [
-                (x, x2) for x in range(nx) for x2 in range(x + 1, nx)
-            ]
-            d = self.metric() if isinstance(c, ExtendedDP) else None
-            for s in range(ns):
-                for x, x2 in pairs:
-                    if d is None:
-                        rows.append((s, eye[x], s, eye[x2], c.epsilon, c.delta, 1.0, g))
-                    else:
-                        scale = float(d[x, x2])
-                        rows.append((s, eye[x], s, eye[x2], c.epsilon * scale, 0.0, scale, g))
-        if not rows:
-            z = np.zeros((0,))
-            return Comparisons(z.astype(int), np.zeros((0, nx)), z.astype(int), np.zeros((0, nx)),
-                               z, z, z, z.astype(int))
-        sa, wa, sb, wb, eps, delta, scale, group = zip(*rows, strict=True)
-        return Comparisons(
-            sa=np.asarray(sa, dtype=np.int64),
-            wa=np.stack(wa),
-            sb=np.asarray(sb, dtype=np.int64),
-            wb=np.stack(wb),
-            eps=np.asarray(eps, dtype=np.float64),
-            delta=np.asarray(delta, dtype=np.float64),
-            scale=np.asarray(scale, dtype=np.float64),
-            group=np.asarray(group, dtype=np.int64),
-        )
+        """Every constraint expanded into pairwise comparisons of output distributions.
+
+        Built once per problem and cached; its arrays are read-only.
+        """
+        return self._comparisons
+
+    @functools.cached_property
+    def _comparisons(self) -> Comparisons:
+        return expand(self)

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
-
-import numpy as np
 
 from ._problem import Constraint, DistP, Domain, ExtendedDP, Item, LocalDP, Problem, SpecError
 
@@ -29,17 +28,59 @@ def _constraint_to_dict(c: Constraint) -> dict[str, Any]:
     return out
 
 
-def _constraint_from_dict(i: int, d: dict[str, Any]) -> Constraint:
-    kind = d.get("kind")
-    pairs = d.get("pairs")
-    pairs = None if pairs is None else tuple(tuple(p) for p in pairs)
+_MISSING = object()
+
+
+def _get(d: Mapping[str, Any], key: str, where: str, default: Any = _MISSING) -> Any:
+    """``d[key]``, or ``default``; a SpecError naming ``where`` and ``key`` if neither exists."""
+    if key in d:
+        return d[key]
+    if default is _MISSING:
+        raise SpecError(f"{where}: missing field {key!r}")
+    return default
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{where}: expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, (list, tuple)):
+        raise SpecError(f"{where}: expected a list, got {type(value).__name__}")
+    return list(value)
+
+
+def _constraint_from_dict(i: int, d: Any) -> Constraint:
+    where = f"constraints[{i}]"
+    d = _mapping(d, where)
+    kind = _get(d, "kind", where)
+    pairs = _get(d, "pairs", where, None)
+    pairs = None if pairs is None else tuple(_list(pairs, f"{where}.pairs"))
+    eps, name = _get(d, "epsilon", where), _get(d, "name", where)
     if kind == "distp":
-        return DistP(pairs=pairs, epsilon=d["epsilon"], delta=d.get("delta", 0.0), name=d["name"])
+        return DistP(pairs=pairs, epsilon=eps, delta=_get(d, "delta", where, 0.0), name=name)
     if kind == "ldp":
-        return LocalDP(epsilon=d["epsilon"], delta=d.get("delta", 0.0), pairs=pairs, name=d["name"])
+        return LocalDP(epsilon=eps, delta=_get(d, "delta", where, 0.0), pairs=pairs, name=name)
     if kind == "xdp":
-        return ExtendedDP(epsilon=d["epsilon"], pairs=pairs, name=d["name"])
-    raise SpecError(f"constraints[{i}].kind: unknown constraint kind {kind!r}")
+        return ExtendedDP(epsilon=eps, pairs=pairs, name=name)
+    raise SpecError(f"{where}.kind: unknown constraint kind {kind!r}")
+
+
+def _domain_from_dict(d: Any, where: str) -> Domain:
+    d = _mapping(d, where)
+    labels = tuple(_list(_get(d, "labels", where), f"{where}.labels"))
+    try:
+        return Domain(labels, _get(d, "coords", where, None))
+    except SpecError as e:  # Domain does not know its role: name it
+        raise SpecError(str(e).replace("domain.", f"{where}.", 1)) from None
+
+
+def _item_from_dict(i: int, d: Any) -> Item:
+    where = f"items[{i}]"
+    d = _mapping(d, where)
+    return Item(_get(d, "name", where), _get(d, "dist", where), _get(d, "profile", where))
 
 
 def _domain_to_dict(d: Domain) -> dict[str, Any]:
@@ -65,30 +106,38 @@ def problem_to_dict(p: Problem) -> dict[str, Any]:
     }
 
 
-def problem_from_dict(d: dict[str, Any]) -> Problem:
-    """Rebuilds (and re-validates) a problem written by :func:`problem_to_dict`."""
+def problem_from_dict(d: Any) -> Problem:
+    """Rebuilds (and re-validates) a problem written by :func:`problem_to_dict`.
+
+    Raises:
+      SpecError: naming the field, for any malformed structure (a missing field, an entry that
+        is not a mapping or a list, a value of the wrong type, a number too large for float64)
+        or invalid problem.
+    """
+    d = _mapping(d, "problem")
+
+    def field(key: str, default: Any = _MISSING) -> Any:
+        return _get(d, key, "problem", default)
+
     try:
+        items = _list(field("items"), "items")
+        constraints = _list(field("constraints"), "constraints")
         return Problem(
-            inputs=Domain(tuple(d["inputs"]["labels"]), d["inputs"]["coords"]),
-            outputs=Domain(tuple(d["outputs"]["labels"]), d["outputs"]["coords"]),
-            loss=np.asarray(d["loss"], dtype=np.float64),
-            prior=np.asarray(d["prior"], dtype=np.float64),
-            profiles=tuple(d["profiles"]),
-            items=tuple(
-                Item(it["name"], np.asarray(it["dist"], dtype=np.float64), int(it["profile"]))
-                for it in d["items"]
-            ),
-            constraints=tuple(_constraint_from_dict(i, c) for i, c in enumerate(d["constraints"])),
-            support=None if d.get("support") is None else np.asarray(d["support"], dtype=bool),
-            input_metric=None if d.get("input_metric") is None else np.asarray(d["input_metric"]),
-            objective=d.get("objective", "expected"),
+            inputs=_domain_from_dict(field("inputs"), "inputs"),
+            outputs=_domain_from_dict(field("outputs"), "outputs"),
+            loss=field("loss"),
+            prior=field("prior"),
+            profiles=tuple(_list(field("profiles"), "profiles")),
+            items=tuple(_item_from_dict(i, it) for i, it in enumerate(items)),
+            constraints=tuple(_constraint_from_dict(i, c) for i, c in enumerate(constraints)),
+            support=field("support", None),
+            input_metric=field("input_metric", None),
+            objective=field("objective", "expected"),
         )
-    except KeyError as e:
-        raise SpecError(f"problem: missing field {e.args[0]!r}") from None
-    except (TypeError, ValueError) as e:
-        if isinstance(e, SpecError):
-            raise
-        raise SpecError(f"problem: malformed ({e})") from None
+    except SpecError:
+        raise
+    except (TypeError, ValueError, OverflowError, KeyError, IndexError) as e:  # a fallback
+        raise SpecError(f"problem: malformed ({type(e).__name__}: {e})") from None
 
 
 def problem_hash(p: Problem) -> str:

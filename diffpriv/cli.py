@@ -1,8 +1,10 @@
 """The ``diffpriv`` command line: ``optimize``, ``certify``, ``export``, ``plot``, ``reference``.
 
 Exit codes: 0 success; 1 a certificate's claims do not hold (or a solver failed); 2 a user
-error — a bad config, a missing or malformed file — reported as one line ``error: ...`` on
-stderr, without a traceback and without writing any output. JAX is imported only once a
+error — a bad config, a bad option value, a missing or malformed file — reported as one line
+``error: ...`` on stderr, without a traceback and without writing any output. Every command
+that reads a certificate reads it with :func:`_read_certificate`, which checks its keys, types
+and shapes before :func:`diffpriv.certify.verify` checks its claims. JAX is imported only once a
 config has been validated, inside ``optimize``; matplotlib only inside ``plot``.
 """
 
@@ -14,19 +16,38 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NamedTuple, NoReturn
 
 import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup, TyperOption
 
-from ._config import ConfigError, OptimizerOptions, load_config
+from ._config import MAX_SEED, ConfigError, OptimizerOptions, load_config
 from ._export import FORMATS, jsonable, write_json, write_table
+from ._io import FileFormatError, read_json
 from ._problem import Problem, SpecError
 from ._problem_io import problem_from_dict
+from .certify import FORMAT
+
+
+class _Commands(TyperGroup):
+    """The command group. A bad option value or a missing argument is reported like any bad
+    input, as one ``error: <option>: <problem>`` line and exit code 2 (not a usage panel)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as e:  # a bad option value, or a missing one (a subclass)
+            msg = e.format_message()  # "Missing argument 'config'."
+            if isinstance(e.param, TyperOption) and e.message:  # "--seed: input should be ..."
+                msg = f"{e.param.opts[0]}: {e.message[:1].lower()}{e.message[1:]}"
+            _fail(msg.removesuffix("."))
+
 
 app = typer.Typer(
+    cls=_Commands,
     name="diffpriv",
     help="Optimal local obfuscation mechanisms under distribution privacy, certified exactly.\n\n"
     "Typical use: diffpriv optimize CONFIG --out DIR; diffpriv certify DIR/certificate.json;"
@@ -60,19 +81,141 @@ def _load(config: Path) -> tuple[Problem, OptimizerOptions]:
         return load_config(config)
 
 
-def _read_certificate(path: Path) -> dict[str, Any]:
-    """The certificate's JSON as a dict, or exit 2 with one line saying what is wrong."""
+# -- reading a certificate --------------------------------------------------------------------
+# What each key must hold; the values themselves are verify's to check (exit 1 if wrong).
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _stored(v: Any) -> bool:  # a float as json_number stores it: non-finite ones as strings
+    return _number(v) or (isinstance(v, str) and v in ("inf", "-inf", "nan"))
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_NUMBER = (_number, "a number")
+_STORED = (_stored, 'a number or "inf", "-inf", "nan"')
+_INT = (_int, "an integer")
+_BOOL = (lambda v: isinstance(v, bool), "true or false")
+_STR = (lambda v: isinstance(v, str), "a string")
+_OBJECT = (lambda v: isinstance(v, dict), "an object")
+_LIST = (lambda v: isinstance(v, list), "a list")
+
+
+def _or_null(check: tuple[Callable[[Any], bool], str]) -> tuple[Callable[[Any], bool], str]:
+    return (lambda v: v is None or check[0](v)), f"{check[1]} or null"
+
+
+_CERTIFICATE = {"format": _STR, "ok": _BOOL, "problem_hash": _STR, "objective": _STR,
+                "loss": _STORED, "expected_loss": _STORED, "worst_loss": _STORED,
+                "problem": _OBJECT, "table": _LIST, "constraints": _LIST, "repair": _OBJECT,
+                "seed": _or_null(_INT)}
+_CONSTRAINT = {"index": _INT, "kind": _STR, "name": _STR, "epsilon": _STORED, "delta": _STORED,
+               "level": _STORED, "epsilon_at_delta": _or_null(_STORED), "margin": _STORED,
+               "ok": _BOOL, "worst": _or_null(_INT), "witness": _or_null(_OBJECT),
+               "n_comparisons": _INT, "n_failed": _INT}
+_WITNESS = {"pair": _OBJECT, "P": _LIST, "Q": _LIST}
+_REPAIR = {"t": _NUMBER, "nu": _or_null(_LIST), "strategy": _STR}
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class _Malformed(ValueError):
+    """A certificate's field does not hold what the format says: ``"<field>: <problem>"``."""
+
+
+def _keys(where: str, d: dict[str, Any], spec: dict[str, tuple[Callable[[Any], bool], str]]) -> None:
+    for key, (ok, what) in spec.items():
+        field = f"{where}.{key}" if where else key
+        if key not in d:
+            raise _Malformed(f"{field}: required key is missing")
+        if not ok(d[key]):
+            raise _Malformed(f"{field}: expected {what}, got {_short(d[key])}")
+
+
+def _array(field: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        _fail(f"{path}: no such file")
-    except (OSError, UnicodeDecodeError) as e:
-        _fail(f"{path}: cannot read ({e})")
-    except json.JSONDecodeError as e:
-        _fail(f"{path}: not a JSON file ({e})")
-    if not isinstance(data, dict) or "problem" not in data or "table" not in data:
-        _fail(f"{path}: not a diffpriv certificate (no problem or table)")
-    return data
+        a = np.asarray(value)
+    except ValueError:  # ragged
+        a = np.asarray(None)
+    if a.dtype.kind not in "iuf" and not (a.dtype.kind == "O" and all(map(_number, a.flat))):
+        raise _Malformed(f"{field}: not an array of numbers")
+    if a.shape != shape:
+        raise _Malformed(f"{field}: shape {a.shape}, expected {shape}")
+    return a.astype(np.float64)
+
+
+def _problem(spec: dict[str, Any]) -> Problem:
+    try:
+        return problem_from_dict(spec)
+    except SpecError as e:
+        raise _Malformed(str(e) if str(e).startswith("problem") else f"problem.{e}") from None
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as e:
+        raise _Malformed(f"problem: malformed ({type(e).__name__}: {e})") from None
+
+
+class _Certificate(NamedTuple):
+    data: dict[str, Any]  # the JSON, for verify
+    problem: Problem
+    table: np.ndarray  # [n_profiles, n_in, n_out]
+
+
+def _check_certificate(data: Any) -> _Certificate:
+    """Checks that every key :func:`diffpriv.certify.verify` reads is there, of the right type
+    and shape (not that the claims hold: that is verify's job)."""
+    if not isinstance(data, dict):
+        raise _Malformed("certificate: expected a JSON object")
+    _keys("", data, _CERTIFICATE)
+    if data["format"] != FORMAT:
+        raise _Malformed(f"format: {data['format']!r}, expected {FORMAT!r}")
+    problem = _problem(data["problem"])
+    table = _array("table", data["table"], problem.shape)
+    n_out = (problem.outputs.size,)
+    stored = data["constraints"]
+    if len(stored) != len(problem.constraints):
+        raise _Malformed(f"constraints: has {len(stored)} entries, the problem has "
+                         f"{len(problem.constraints)} constraints")
+    for i, c in enumerate(stored):
+        if not isinstance(c, dict):
+            raise _Malformed(f"constraints[{i}]: expected an object, got {_short(c)}")
+        _keys(f"constraints[{i}]", c, _CONSTRAINT)
+        if c["witness"] is not None:
+            _keys(f"constraints[{i}].witness", c["witness"], _WITNESS)
+            for side in ("P", "Q"):
+                _array(f"constraints[{i}].witness.{side}", c["witness"][side], n_out)
+    _keys("repair", data["repair"], _REPAIR)
+    if data["repair"]["nu"] is not None:
+        _array("repair.nu", data["repair"]["nu"], n_out)
+    return _Certificate(data, problem, table)
+
+
+def _read_certificate(path: Path) -> _Certificate:
+    """The one reader of certificates for every command: the JSON, the problem and the table,
+    or exit 2 with one line ``error: <path>: <field>: <problem>``."""
+    try:
+        return _check_certificate(read_json(path))
+    except FileFormatError as e:
+        _fail(str(e))
+    except _Malformed as e:
+        _fail(f"{path}: {e}")
+
+
+def _verify(path: Path, cert: _Certificate, exact: bool = False):
+    """``verify`` of a checked certificate; should it raise all the same, exit 2, no traceback."""
+    from .certify import verify
+
+    try:
+        return verify(cert.data, exact=exact)
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, RecursionError,
+            MemoryError) as e:
+        _fail(f"{path}: certificate: cannot be checked ({type(e).__name__}: {e})")
 
 
 def _check_out_dir(out: Path) -> None:
@@ -213,10 +356,11 @@ def optimize(
         Path, typer.Option("--out", "-o", help="Folder for certificate.json and summary.json.")
     ],
     seed: Annotated[
-        int | None, typer.Option(help="Random seed; overrides [optimizer] seed.", min=0)
+        int | None,
+        typer.Option(help="Random seed; overrides \\[optimizer] seed.", min=0, max=MAX_SEED),
     ] = None,
     steps: Annotated[
-        int | None, typer.Option(help="Optimizer steps; overrides [optimizer] steps.", min=1)
+        int | None, typer.Option(help="Optimizer steps; overrides \\[optimizer] steps.", min=1)
     ] = None,
     progress: Annotated[
         bool, typer.Option(help="Show a progress bar on stderr (only when it is a terminal).")
@@ -277,10 +421,7 @@ def certify(
     Rebuilds the problem stored in FILE, recomputes each constraint's exact level for the stored
     table and compares it with the budget and with the level the certificate claims.
     """
-    from .certify import verify
-
-    data = _read_certificate(file)
-    report = verify(data, exact=exact)
+    report = _verify(file, _read_certificate(file), exact=exact)
     _print_constraints(_constraints(report.levels))
     if not report.ok:
         for failure in report.failures:
@@ -306,22 +447,19 @@ def export(
     profiles, inputs, outputs (and coordinates); json holds the same as nested lists. A
     certificate whose claims do not hold is refused (exit 1).
     """
-    from .certify import verify
-
     if format not in FORMATS:
         _fail(f"--format: must be one of {', '.join(FORMATS)}, got {format!r}")
-    data = _read_certificate(file)
-    report = verify(data)
+    cert = _read_certificate(file)
+    report = _verify(file, cert)
     if not report.ok:
         typer.echo(f"error: {file}: certificate does not hold; not exporting", err=True)
         for failure in report.failures:
             typer.echo(f"FAIL {failure}", err=True)
         raise typer.Exit(1)
-    problem = problem_from_dict(data["problem"])  # verify has rebuilt it already: valid
     target = out if out is not None else file.with_name(f"table.{format}")
     with _user_errors():
-        write_table(problem, np.asarray(data["table"], dtype=np.float64), format, target)
-    console.print(f"wrote {target} ({format}, table of shape {problem.shape})")
+        write_table(cert.problem, cert.table, format, target)
+    console.print(f"wrote {target} ({format}, table of shape {cert.problem.shape})")
 
 
 @app.command()
@@ -340,24 +478,17 @@ def plot(
     distributions and the expected loss per input as bars. The claims are not re-checked: use
     certify for that.
     """
-    data = _read_certificate(file)
-    try:
-        problem = problem_from_dict(data["problem"])
-    except SpecError as e:
-        _fail(f"{file}: {e}")
-    try:
-        table = np.asarray(data["table"], dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        _fail(f"{file}: table: not an array of numbers ({e})")
-    if table.shape != problem.shape:
-        _fail(f"{file}: table: shape {table.shape}, expected {problem.shape}")
     target = out if out is not None else file.with_name("plot.png")
     if target.suffix.lower() != ".png":
         _fail(f"--out: must be a .png file, got {str(target)!r}")
+    cert = _read_certificate(file)
     from ._plot import plot_certificate  # imports matplotlib
 
     with _user_errors():
-        plot_certificate(problem, table, data, target, title=str(file))
+        try:
+            plot_certificate(cert.problem, cert.table, cert.data, target, title=str(file))
+        except (ArithmeticError, ValueError) as e:  # absurd numbers (the claims are not checked)
+            _fail(f"{file}: cannot be drawn ({type(e).__name__}: {e}); does certify accept it?")
     console.print(f"wrote {target}")
 
 

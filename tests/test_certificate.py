@@ -146,6 +146,46 @@ def test_tiny_violation_is_never_certified_without_repair():
     assert verify(good, exact=True).ok
 
 
+def test_items_stored_unnormalised_are_certified_as_normalised():
+    """Regression: these items sum to 1 ∓ 9e-13, within the 2^-40 the spec keeps as stored.
+    Lifting them unnormalised put the float δ 1.04e-12 below the budget (accepted) while the
+    exact hockey-stick exceeds it by 1.3e-13. Float and exact must now both refuse."""
+    X = dp.Domain(("a", "b", "c"))
+    a = np.array([0.6420394723626383, 0.018370396477571438, 0.33959013115889036])
+    b = np.array([0.3210197356818969, 0.0, 0.678980264319003])
+    problem = dp.Problem(X, X, 1 - np.eye(3), np.ones(3) / 3,
+                         items=(dp.Item("a", a), dp.Item("b", b)),
+                         constraints=(dp.DistP(((0, 1),), math.log(2), 0.01837039747745852),))
+    assert [it.dist.sum() for it in problem.items] != [1.0, 1.0]  # kept as stored
+    table = np.eye(3)[None]
+    assert not exact_holds(problem, table).any()
+    bare = certify(problem, table, repair=False)
+    (c,) = bare.constraints
+    assert not bare.ok and not c.ok
+    assert c.level - c.delta == pytest.approx(1.295e-13, rel=1e-2)  # the exact excess, to 1e-15
+    for exact in (False, True):
+        assert not verify(bare, exact=exact).ok
+    fixed = certify(problem, table)
+    assert fixed.ok and fixed.repair_t > 0
+    assert verify(fixed).ok and verify(fixed, exact=True).ok
+
+
+def test_equal_items_of_one_profile_certify_at_zero_budget_without_repair():
+    """Regression: DistP between two items with the same distribution and profile at ε = 0 was
+    refused (no margin fits below 0) and repaired to t = 1, the whole table replaced."""
+    X = dp.Domain(("a", "b", "c"))
+    lam = np.array([0.2, 0.3, 0.5])
+    problem = dp.Problem(X, X, 1 - np.eye(3), np.ones(3) / 3,
+                         items=(dp.Item("i", lam), dp.Item("j", lam.copy())),
+                         constraints=(dp.DistP(((0, 1),), 0.0), dp.DistP(((1, 0),), 0.0, 0.01)))
+    table = rr_table(3, 1.0)
+    cert = certify(problem, table)
+    assert cert.ok and cert.repair_t == 0.0
+    assert [c.level for c in cert.constraints] == [0.0, 0.0]
+    assert np.array_equal(cert.table, table)
+    assert verify(cert).ok and verify(cert, exact=True).ok
+
+
 def test_float_margin_is_conservative_where_exact_arithmetic_is_not():
     """Level ε·(1 − 1e-12) truly holds: exact arithmetic proves it, float64 (margin 1e-9) won't."""
     problem = ldp_problem(3, 1.0)
@@ -223,3 +263,15 @@ def test_umask_is_read_with_and_without_proc(monkeypatch):
         assert os.umask(0o027) == 0o027  # ... restored it
     finally:
         os.umask(old)
+
+
+def test_verify_never_raises_on_overflowing_or_deeply_nested_input(cert, tmp_path):
+    d = cert.to_dict()
+    d["repair"]["t"] = 10**400  # a JSON integer no float64 holds
+    d["loss"] = 10**400
+    report = verify(d)
+    assert not report.ok
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    report = verify(deep)
+    assert not report.ok and "cannot be read" in report.failures[0]

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -57,6 +58,10 @@ BAD = [
     ("unknown-item", '[["p", "q"]]', '[["p", "r"]]', "constraints[0].pairs[0]: unknown item 'r'"),
     ("unknown-key", "[loss]", 'colour = "red"\n[loss]', "inputs.colour: unknown key"),
     ("toml-syntax", "epsilon = 0.5", "epsilon = ", "CONFIG: invalid TOML: "),
+    ("grid-size", 'labels = ["a", "b", "c"]', "grid = { rows = 1000, cols = 1000 }",
+     "inputs.grid: 1000 × 1000 = 1000000 cells, at most 10000 allowed"),
+    ("ragged-points", "[0.5, 0.3, 0.2]", "{ points = [[1, 2], [3]] }",
+     "items[0].distribution.points: point 1 has 1 numbers, point 0 has 2"),
 ]
 
 
@@ -104,6 +109,8 @@ BAD_OPTIMIZER = [
     ("jitter = -1e-3", "optimizer.jitter: input should be greater than or equal to 0, got -0.001"),
     ('polish = "no"', "optimizer.polish: input should be a valid boolean, got 'no'"),
     ("rate = 0.1", "optimizer.rate: unknown key"),
+    ("seed = 18446744073709551616",
+     "optimizer.seed: input should be less than or equal to 4294967295, got 18446744073709551616"),
 ]
 
 
@@ -220,7 +227,172 @@ def test_not_a_certificate_exits_2(runner, tmp_path):
     assert _error_line(runner.invoke(app, ["certify", str(path)])).startswith(f"{path}: not a JSON")
     path.write_text("[]")
     line = _error_line(runner.invoke(app, ["export", str(path), "--format", "csv"]))
-    assert line == f"{path}: not a diffpriv certificate (no problem or table)"
+    assert line == f"{path}: certificate: expected a JSON object"
+
+
+def _set(data: dict, path: str, value) -> None:
+    """Sets (or, with ``value`` ``...``, deletes) the dotted ``path``; integers index lists."""
+    *parents, last = [int(k) if k.isdigit() else k for k in path.split(".")]
+    for k in parents:
+        data = data[k]
+    if value is ...:
+        del data[last]
+    else:
+        data[last] = value
+
+
+# a certificate with one edit: (case id, dotted path, new value or ... to delete, error after FILE: )
+MALFORMED = [
+    ("table-huge-int", "table.0.0.0", 10**400, "table[0][0][0]: integer too large for a float64"),
+    ("repair-t-huge-int", "repair.t", 10**400, "repair.t: integer too large for a float64"),
+    ("constraints-not-list", "constraints", 5, "constraints: expected a list, got 5"),
+    ("constraint-not-object", "constraints.0", 1, "constraints[0]: expected an object, got 1"),
+    ("constraint-not-object-list", "constraints.0", [], "constraints[0]: expected an object, got []"),
+    ("constraints-count", "constraints", [], "constraints: has 0 entries, the problem has 1"),
+    ("missing-loss", "loss", ..., "loss: required key is missing"),
+    ("missing-repair", "repair", ..., "repair: required key is missing"),
+    ("ok-not-bool", "ok", "yes", 'ok: expected true or false, got "yes"'),
+    ("level-not-number", "constraints.0.level", "high", "constraints[0].level: expected a number"),
+    ("missing-n-failed", "constraints.0.n_failed", ..., "constraints[0].n_failed: required key"),
+    ("witness-length", "constraints.0.witness.P", [0.5, 0.5], "constraints[0].witness.P: shape (2,)"),
+    ("witness-not-numbers", "constraints.0.witness.Q", ["a", "b", "c"],
+     "constraints[0].witness.Q: not an array of numbers"),
+    ("table-string", "table.0.0.0", "inf", "table: not an array of numbers"),
+    ("table-null", "table.0.0.0", None, "table: not an array of numbers"),
+    ("table-ragged", "table.0.0", [1.0], "table: not an array of numbers"),
+    ("table-shape", "table", [[[1.0]]], "table: shape (1, 1, 1), expected (1, 3, 3)"),
+    ("repair-nu", "repair.nu", [1.0], "repair.nu: shape (1,), expected (3,)"),
+    ("format", "format", "other/2", "format: 'other/2', expected 'diffpriv-certificate/1'"),
+    ("problem-missing", "problem.loss", ..., "problem: missing field 'loss'"),
+    ("problem-not-object", "problem", [1, 2], "problem: expected an object, got [1, 2]"),
+]
+
+
+@pytest.mark.parametrize(("where", "value", "expected"), [c[1:] for c in MALFORMED],
+                         ids=[c[0] for c in MALFORMED])
+@pytest.mark.parametrize("command", ["certify", "export", "plot"])
+def test_malformed_certificate_exits_2_with_one_line(runner, tmp_path, lp_certificate, command,
+                                                     where, value, expected):
+    data = json.loads(lp_certificate.read_text())
+    _set(data, where, value)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    target = tmp_path / "written.png"
+    args = [command, str(bad)] + ([] if command == "certify" else ["--out", str(target)])
+    line = _error_line(runner.invoke(app, args))
+    assert line.startswith(f"{bad}: {expected}"), line
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"loss": NaN}', "not strict JSON: NaN is not a JSON number"),
+    ("[" * 100_000 + "]" * 100_000, "not a JSON file we can read (nested too deeply)"),
+    ("1" * 5000, "not a JSON file (Exceeds the limit"),
+    (b"\xff\xfe\x00", "cannot read ("),
+])
+def test_unreadable_certificate_exits_2(runner, tmp_path, text, expected):
+    path = tmp_path / "c.json"
+    path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+    for command in ("certify", "export", "plot"):
+        assert _error_line(runner.invoke(app, [command, str(path)])).startswith(f"{path}: {expected}")
+    assert sorted(os.listdir(tmp_path)) == ["c.json"]
+    assert _error_line(runner.invoke(app, ["certify", str(tmp_path)])).startswith(f"{tmp_path}: cannot read")
+
+
+def test_verify_raising_is_one_line_not_a_traceback(runner, lp_certificate, monkeypatch):
+    """Should ``verify`` raise on a certificate the CLI found well-formed: exit 2, one line."""
+    import diffpriv.certify
+
+    def boom(*args, **kwargs):
+        raise OverflowError("int too large to convert to float")
+
+    monkeypatch.setattr(diffpriv.certify, "verify", boom)
+    for args in (["certify"], ["export", "--format", "json"]):
+        line = _error_line(runner.invoke(app, [args[0], str(lp_certificate), *args[1:]]))
+        assert line == (f"{lp_certificate}: certificate: cannot be checked "
+                        "(OverflowError: int too large to convert to float)")
+    assert not (lp_certificate.parent / "table.json").exists()
+
+
+def test_plot_that_cannot_be_drawn_exits_2(runner, tmp_path, lp_certificate, monkeypatch):
+    import diffpriv._plot
+
+    def singular(*args, **kwargs):
+        raise np.linalg.LinAlgError("Singular matrix")
+
+    monkeypatch.setattr(diffpriv._plot, "plot_certificate", singular)
+    target = tmp_path / "p.png"
+    line = _error_line(runner.invoke(app, ["plot", str(lp_certificate), "--out", str(target)]))
+    assert line.startswith(f"{lp_certificate}: cannot be drawn (LinAlgError: Singular matrix)")
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--seed", "18446744073709551616"], "--seed: input should be less than or equal to 4294967295"),
+    (["--seed", "-1"], "--seed: input should be greater than or equal to 0"),
+    (["--steps", "0"], "--steps: input should be greater than or equal to 1"),
+])
+def test_bad_option_value_is_one_line(runner, tmp_path, args, expected):
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["optimize", str(_config(tmp_path)), "--out", str(out), *args])
+    assert _error_line(result) == expected
+    assert not out.exists()
+
+
+def test_missing_option_is_one_line(runner, tmp_path):
+    line = _error_line(runner.invoke(app, ["optimize", str(_config(tmp_path))]))
+    assert line == "Missing option '--out' / '-o'"
+
+
+def test_atomic_open_leaves_the_target_or_nothing(tmp_path, monkeypatch):
+    from diffpriv._io import atomic_open, atomic_write
+
+    path = atomic_write(tmp_path / "new" / "f.txt", "first")  # creates the folder
+    with pytest.raises(RuntimeError), atomic_open(path) as f:
+        f.write("half")
+        raise RuntimeError("interrupted")
+    assert path.read_text() == "first"
+    monkeypatch.setattr(os, "replace", lambda src, dst: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(path, b"bytes")
+    assert path.read_text() == "first" and os.listdir(path.parent) == ["f.txt"]
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027, 0o077])
+def test_atomic_write_gives_the_permissions_of_a_new_file(tmp_path, mask):
+    from diffpriv._io import atomic_write
+
+    old = os.umask(mask)
+    try:
+        path = atomic_write(tmp_path / "f.txt", "x")
+    finally:
+        os.umask(old)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_umask_is_read_with_and_without_proc(monkeypatch):
+    from diffpriv import _io
+
+    def no_proc(*args, **kwargs):
+        raise OSError("no /proc")
+
+    old = os.umask(0o027)
+    try:
+        assert _io.umask() == 0o027
+        monkeypatch.setattr(_io, "open", no_proc, raising=False)
+        assert _io.umask() == 0o027  # the set-and-restore fallback
+        assert os.umask(0o027) == 0o027  # ... restored it
+    finally:
+        os.umask(old)
+
+
+def test_jsonable_stores_floats_as_certificates_do():
+    from diffpriv._export import jsonable
+    from diffpriv.certify._summary import json_number
+
+    data = {"a": (np.float64(np.inf), 1.5, -math.inf, math.nan, 2, None, "s"), "b": [np.float64(0.1)]}
+    assert jsonable(data) == {"a": ["inf", 1.5, "-inf", "nan", 2, None, "s"], "b": [0.1]}
+    assert all(jsonable(x) == json_number(x) for x in (np.inf, -np.inf, 0.25, np.float64(3.0)))
 
 
 def test_export_unknown_format_exits_2(runner, lp_certificate):

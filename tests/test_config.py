@@ -77,7 +77,29 @@ BAD = [
      "expected a list of numbers or a table, got 0.5"),
     ("optimizer-unknown", _with("optimizer", {"learning_rate": 0.1}), "optimizer.learning_rate",
      "unknown key"),
+    ("grid-too-large", _with("inputs", {"grid": {"rows": 1000, "cols": 1000}}), "inputs.grid",
+     "1000 × 1000 = 1000000 cells, at most 10000 allowed"),
+    ("output-grid-too-large", _with("outputs", {"grid": {"rows": 10**30, "cols": 1}}), "outputs.grid",
+     "cells, at most 10000 allowed"),
 ]
+
+# the histogram forms on a 2 × 2 grid: (case id, distribution, field, words)
+GRID = {"inputs": {"grid": {"rows": 2, "cols": 2}}, "loss": {"kind": "euclidean"}}
+BAD_POINTS = [
+    ("ragged", {"points": [[1.0, 2.0], [3.0]]}, "items[0].distribution.points",
+     "point 1 has 1 numbers, point 0 has 2"),
+    ("no-numbers", {"points": [[]]}, "items[0].distribution.points", "point 0 has no numbers"),
+    ("no-points", {"points": []}, "items[0].distribution.points", "no points"),
+    ("dimension", {"points": [[1.0, 2.0, 3.0]]}, "items[0].distribution.points",
+     "has 3 coordinates, the inputs have 2"),
+]
+BAD += [(f"points-{name}", {**GRID, "items": [{"name": "i", "distribution": dist}]}, field, words)
+        for name, dist, field, words in BAD_POINTS]
+BAD += [("support-radius-dimensions",
+         {"inputs": {"labels": ["a", "b"], "coords": [[0.0, 0.0], [1.0, 1.0]]},
+          "outputs": {"labels": ["c"], "coords": [[0.0]]},
+          "loss": {"kind": "hamming"}, "mechanism": {"support_radius": 1.0}},
+         "mechanism.support_radius", "the inputs have 2-D coordinates, the outputs 1-D")]
 
 # (field, bad value, words): each [optimizer] field rejects a value of the wrong kind or range
 BAD_OPTIMIZER = [
@@ -93,6 +115,7 @@ BAD_OPTIMIZER = [
     ("chunk", 0, "greater than or equal to 1, got 0"),
     ("jitter", -0.1, "greater than or equal to 0, got -0.1"),
     ("polish", "yes", "valid boolean, got 'yes'"),
+    ("seed", 2**64, "less than or equal to 4294967295, got 18446744073709551616"),
 ]
 BAD += [(f"optimizer-{f}={v!r}", _with("optimizer", {f: v}), f"optimizer.{f}", w)
         for f, v, w in BAD_OPTIMIZER]
@@ -153,6 +176,35 @@ def test_histogram_from_points_and_file(tmp_path):
     np.testing.assert_array_equal(dists[1], np.array([3, 2, 1, 2]) / 8)
     np.testing.assert_array_equal(dists[2], [0.5, 0.0, 0.0, 0.5])
     assert np.array_equal(problem.loss[0], [0.0, 2.0, 2.0, math.sqrt(8.0)])
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("x,y\n1,2\n3\n", "pts.csv line 3 has 1 numbers, pts.csv line 2 has 2"),
+    ("1,2\n\n3,4,5\n", "pts.csv line 3 has 3 numbers, pts.csv line 1 has 2"),
+    ("1,2\nnan,1\n", "pts.csv line 2 has a NaN or infinite number"),
+    ("x,y\n", "no points"),
+    ("1,2\nx,y\n", "pts.csv line 2 is not numeric"),
+])
+def test_points_file_is_checked_like_inline_points(tmp_path, text, words):
+    (tmp_path / "pts.csv").write_text(text)
+    d = {**GRID, "items": [{"name": "i", "distribution": {"points_file": "pts.csv"}}]}
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(d, base_dir=tmp_path)
+    assert str(e.value) == f"items[0].distribution.points_file: {words}"
+
+
+def test_points_file_not_text(tmp_path):
+    (tmp_path / "pts.csv").write_bytes(b"\xff\xfe\x00\x01")
+    d = {**GRID, "items": [{"name": "i", "distribution": {"points_file": "pts.csv"}}]}
+    with pytest.raises(ConfigError, match=r"^items\[0\]\.distribution\.points_file: cannot read"):
+        config_from_dict(d, base_dir=tmp_path)
+
+
+def test_largest_grid_and_seed_are_accepted():
+    d = {"inputs": {"grid": {"rows": 100, "cols": 100}}, "outputs": {"labels": ["a"]},
+         "loss": {"kind": "hamming"}, "optimizer": {"seed": 2**32 - 1}}
+    problem, options = config_from_dict(d)
+    assert problem.shape == (1, 10_000, 1) and options.seed == 2**32 - 1
 
 
 def test_gaussian_mixture_matches_closed_form():

@@ -199,3 +199,8 @@ def test_batch_does_not_recompile_and_rejects_other_methods():
     assert _optimizer._batch._cache_size() == before
     with pytest.raises(ValueError, match="optimizer.method"):
         dp.solve_batch(problem, [1.0], method="al")
+
+
+def test_seed_is_validated():
+    with pytest.raises(ValueError, match="seed"):
+        dp.optimize(k_rr_problem(2, 1.0), seed=2**64)

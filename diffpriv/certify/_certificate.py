@@ -12,18 +12,18 @@ computed on ``problem_from_dict`` of that dict — exactly the problem a verifie
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
 import platform
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._io import atomic_write
+from .._io import umask as _umask  # noqa: F401  (tests/test_certificate.py reads it here)
 from .._problem import Problem
 from .._problem_io import problem_from_dict, problem_hash, problem_to_dict
 from ._repair import Repair
@@ -43,22 +43,6 @@ def versions() -> dict[str, str]:
     except metadata.PackageNotFoundError:
         ours = "unknown"
     return {"python": platform.python_version(), "numpy": np.__version__, "diffpriv": ours}
-
-
-def _umask() -> int:
-    """The process umask, read without changing it where the OS allows (Linux ``/proc``).
-
-    ``os.umask`` can only be read by setting it; that set-and-restore, the fallback, briefly
-    changes the mask for every thread of the process.
-    """
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    mask = os.umask(0o077)  # the most restrictive value while it is briefly set
-    os.umask(mask)
-    return mask
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -154,24 +138,12 @@ class Certificate:
     def save(self, path: str | os.PathLike) -> Path:
         """Writes the JSON atomically: a temporary file in the same folder, then ``os.replace``.
 
-        The file gets the permissions of any newly created file, ``0o666 & ~umask``. On any
-        error the target is left as it was and the temporary file is removed.
+        The file gets the permissions of any newly created file, ``0o666 & ~umask``; missing
+        parent folders are created. On any error the target is left as it was and the
+        temporary file is removed (:func:`diffpriv._io.atomic_open`).
         """
-        path = Path(path)
         text = self.to_json()  # serialise first: a failure here touches no file
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a new file gets 0666 & ~umask
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        return path
+        return atomic_write(path, text)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Certificate:

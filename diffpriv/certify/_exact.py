@@ -8,7 +8,8 @@ dyadic rational, so ``Fraction(x)`` is exact and so are the laws
 
 The only irrational quantity is ``e^ε``. :func:`exp_lower` gives a rational ``c ≤ e^ε``:
 the exponent is rounded down to ``digits`` significant digits (``ROUND_FLOOR``), ``Decimal.exp``
-is correctly rounded (half-even) at that precision, and two ulps are subtracted. With ``c``:
+is correctly rounded (half-even) at that precision, and two ulps are subtracted; the result
+is raised to 1 if below (``e^x ≥ 1`` for ``x ≥ 0``, so equal laws pass at any budget). With ``c``:
 
 * pure: ``P[y] ≤ c·Q[y]`` and ``Q[y] ≤ c·P[y]`` for every ``y`` implies the exact level is
   ``≤ ε``. A ratio within ``~10^-digits`` below ``e^ε`` fails: ties count as failures.
@@ -41,7 +42,7 @@ still a lower bound of ``e^x``)."""
 def exp_lower(x: Fraction, digits: int = DIGITS) -> Fraction:
     """A rational lower bound of ``e^x`` for ``x ≥ 0``, within ``~3·10^(1−digits)`` relative.
 
-    ``x = 0`` gives exactly 1.
+    Never below 1 (``x = 0`` gives exactly 1).
     """
     if x == 0:
         return Fraction(1)
@@ -49,7 +50,7 @@ def exp_lower(x: Fraction, digits: int = DIGITS) -> Fraction:
                           Emin=decimal.MIN_EMIN)
     x_low = ctx.divide(decimal.Decimal(x.numerator), decimal.Decimal(x.denominator))
     e = ctx.exp(x_low)  # correctly rounded: |e − exp(x_low)| ≤ ½ ulp
-    return Fraction(ctx.next_minus(ctx.next_minus(e)))
+    return max(Fraction(1), Fraction(ctx.next_minus(ctx.next_minus(e))))
 
 
 class _ExactRows:
@@ -101,7 +102,8 @@ def exact_holds(problem: Problem, table: np.ndarray, digits: int = DIGITS) -> np
     Returns:
       ``[K]`` bool, ``True`` where the exactly normalised mechanism satisfies the comparison's
       budget (pure: every ratio ``≤`` a lower bound of ``e^ε``; approximate: an upper bound of
-      the hockey-stick ``≤ δ``, both directions).
+      the hockey-stick ``≤ δ``, both directions). A comparison of the same weights on the same
+      profile holds outright (its two laws are the same).
     """
     if digits < 50:
         raise ValueError(f"digits: need at least 50, got {digits}")
@@ -110,7 +112,11 @@ def exact_holds(problem: Problem, table: np.ndarray, digits: int = DIGITS) -> np
     rows = _ExactRows(table)
     out = np.zeros(comps.size, dtype=bool)
     bounds: dict[Fraction, Fraction] = {}
+    same_side = (comps.sa == comps.sb) & np.all(comps.wa == comps.wb, axis=1)
     for k in range(comps.size):
+        if same_side[k]:  # the same law on both sides: every level is exactly 0
+            out[k] = True
+            continue
         P = rows.law(int(comps.sa[k]), comps.wa[k])
         Q = rows.law(int(comps.sb[k]), comps.wb[k])
         x = min(_exponent(problem, comps, k), _EXPONENT_CAP)

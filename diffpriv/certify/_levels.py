@@ -120,7 +120,8 @@ class ComparisonLevels:
       pure: ``[K]`` pure level ``max_y |ln P − ln Q|``.
       delta: ``[K]`` tight δ at the comparison's ε, ``max(H_ε(P‖Q), H_ε(Q‖P))``.
       eps_at_delta: ``[K]`` least ε with ``delta_level ≤ δ_k`` (the pure level when ``δ_k = 0``).
-      identical: ``[K]`` every row entering the comparison is the same vector (exactly level 0).
+      identical: ``[K]`` ``P = Q`` exactly (the same weights on equal rows, or every row
+        entering the comparison is the same vector): every level is exactly 0.
       underflow: ``[K]`` a dense law entry is too close to underflow for float64 bounds.
     """
 
@@ -136,11 +137,17 @@ class ComparisonLevels:
 def comparison_levels(
     problem: Problem, table: np.ndarray, comps: Comparisons | None = None
 ) -> ComparisonLevels:
-    """Computes :class:`ComparisonLevels` for ``table`` (shape ``problem.shape``)."""
+    """Computes :class:`ComparisonLevels` for ``table`` (shape ``problem.shape``).
+
+    Where :func:`._laws.identical_rows` proves ``P_k = Q_k`` exactly, the levels are set to
+    exactly 0 and ``Q_k`` to ``P_k`` (float rounding could otherwise tell the two apart).
+    """
     table = np.asarray(table, dtype=np.float64)
     comps = problem.comparisons() if comps is None else comps
     P, Q = output_laws(table, comps)
-    pure = pure_level(P, Q)
+    identical = identical_rows(table, comps)
+    Q[identical] = P[identical]
+    pure = np.where(identical, 0.0, pure_level(P, Q))
     approx = comps.delta > 0
     eps_at_delta = pure.copy()
     if approx.any():
@@ -149,8 +156,8 @@ def comparison_levels(
         P=P,
         Q=Q,
         pure=pure,
-        delta=delta_level(P, Q, comps.eps),
-        eps_at_delta=eps_at_delta,
-        identical=identical_rows(table, comps),
+        delta=np.where(identical, 0.0, delta_level(P, Q, comps.eps)),
+        eps_at_delta=np.where(identical, 0.0, eps_at_delta),
+        identical=identical,
         underflow=underflow_risk(table, comps, P, Q),
     )

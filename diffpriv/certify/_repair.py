@@ -1,7 +1,7 @@
 """Repair by mixing with a data-independent output distribution.
 
 ``A' = (1 − t)·A + t·𝟙νᵀ``: every row is mixed with the same ``ν ∈ Δ(Y)``, so each output law
-becomes ``P' = (1 − t)·P + t·ν`` (weights sum to 1). Every level here is jointly
+becomes ``P' = (1 − t)·P + t·ν`` (the lifted weights are normalised). Every level here is jointly
 quasi-convex and 0 at ``(ν, ν)``, so it never increases with ``t`` and vanishes at ``t = 1``
 (all rows equal ``ν``): bisection on ``t`` is sound, and ``U(A')`` is linear in ``t``.
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from .._problem import Comparisons, Problem
 from ._levels import ComparisonLevels, comparison_levels, delta_level, pure_level
-from ._safety import REPAIR_FACTOR, holds, pure_margin, sanitize_table
+from ._safety import REPAIR_FACTOR, holds, pure_bound, sanitize_table
 
 __all__ = ["Repair", "RepairError", "mix", "repair", "repair_holds"]
 
@@ -69,10 +69,10 @@ class _Mixer:
     def __init__(self, problem: Problem, comps: Comparisons, P, Q, identical):
         self.problem, self.comps, self.shape = problem, comps, problem.shape
         self.P, self.Q, self.identical = P, Q, identical
-        self.wa, self.wb = comps.wa.sum(axis=1)[:, None], comps.wb.sum(axis=1)[:, None]
 
     def laws(self, t: float, nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (1.0 - t) * self.P + t * self.wa * nu, (1.0 - t) * self.Q + t * self.wb * nu
+        # The laws lift normalised weights (see ._laws), so mixing adds exactly t·ν to each.
+        return (1.0 - t) * self.P + t * nu, (1.0 - t) * self.Q + t * nu
 
     def shifted(self, t: float, nu: np.ndarray) -> _Mixer:
         """The mixer of the laws after mixing with ``ν`` at weight ``t``."""
@@ -102,8 +102,7 @@ class _Mixer:
     def violation(self) -> np.ndarray:
         """``[n_out]`` violation mass of the comparisons that fail, at the repair target."""
         c = self.comps
-        target = np.where(c.delta == 0, c.eps - REPAIR_FACTOR * pure_margin(c.eps, *self.shape[1:]),
-                          c.eps)
+        target = np.where(c.delta == 0, pure_bound(c.eps, *self.shape[1:], REPAIR_FACTOR), c.eps)
         P, Q = self.P, self.Q
         with np.errstate(over="ignore", invalid="ignore"):  # inf · 0 is masked
             e = np.exp(target)[:, None]

@@ -11,27 +11,45 @@ mechanism violates a budget.
 with room to spare (its exact sum is within ``(n_out + 1)·u`` of 1 and the float sum within
 another ``n_out·u``), so certified tables always pass; a hand-edited entry does not.
 
-**Error budget of a float64 level.** For a comparison with ``n ≤ n_in`` non-zero weights, no
-dense law entry in the underflow range (:func:`._laws.underflow_risk`) and rows within ``τ``,
-each computed law entry ``P[y]`` is within relative error ``e_P = (2 n_in + 2 + 17 n_out)·u``
-of the exact one: ``(n + 1)·u`` for a sum of ``n`` non-negative products, ``τ + n_out·u`` for
-the exact row normalisation (float row sum vs. exact sum), ``(n_in + 1)·u`` for the exact
-weight normalisation. ``np.log`` is accurate to a few ulps of its result (``|ln p| < 745``, so
-``≤ 2^-41`` in all), the subtraction adds one ulp of the level. Hence
+**Weights are normalised in float64 first.** The specification keeps an item vector whose
+float sum is within ``2^-40`` of 1 as stored (so that it reads back bit-identical), but the
+certified item is that vector divided by its exact sum. :func:`._laws.output_laws` therefore
+lifts ``ŵ = fl(w / fl(Σ w))``, never ``w`` itself: with ``n ≤ n_in`` non-zero weights,
+``fl(Σ w)`` is within ``(n − 1)·u`` (relative) of the exact sum and the division adds ``u``, so
+each ``ŵ[x]`` is within ``(n_in + 1)·u`` of ``w[x] / Σ w``, however far ``Σ w`` is from 1.
+(Lifting ``w`` unnormalised would add an error of up to ``2^-40 ≈ 9·10^-13`` relative, the
+size of :func:`delta_margin` itself: a hockey-stick ``1.3·10^-13`` above δ was accepted so.)
+A single non-zero weight is a point: its law is the stored row, copied exactly.
+
+**Error budget of a float64 level.** For a comparison with no dense law entry in the
+underflow range (:func:`._laws.underflow_risk`) and rows within ``τ``, each computed law
+entry ``P[y]`` is within relative error ``e_P = (2 n_in + 2 + 17 n_out)·u`` (plus second-order
+terms) of the exact one, because every term is non-negative and each has at most these
+relative errors: ``(n_in + 1)·u`` for the weight normalisation above, ``(n_in + 1)·u`` for a
+sum of ``n_in`` products (zero products are exact), ``τ + n_out·u`` for the exact row
+normalisation (float row sum vs. exact sum). ``np.log`` is accurate to a few ulps of its result
+(``|ln p| < 745``, so ``≤ 2^-41`` in all), the subtraction adds one ulp of the level. Hence
 
     ``|computed pure level − exact level| ≤ 2·e_P + 2^-40 + u·level``,
 
 which is below ``pure_margin(ε) = 1e-9·max(1, ε) + 64·(n_in + n_out)·u`` wherever
 ``level ≈ ε``: the ``64·(…)·u`` term covers ``2·e_P`` for any sizes, ``1e-9`` covers the
 logarithms, ``1e-9·ε`` the level's own ulp and the rounding of the extended-DP exponent
-``ε·d(x, x')``.
+``ε·d(x, x')`` (an exponent that overflows to ``+∞`` is met by every finite level:
+:func:`pure_bound`).
 
 For the hockey-stick only outputs with ``e^ε Q[y] ≲ P[y]`` contribute, so every error is
-relative to ``P[y]``: at most ``(2·e_P + 3u)·Σ P ≤ (4 n_in + 34 n_out + 8)·u`` plus
-``n_out·u`` for the final sum, below ``delta_margin = 1e-12 + 64·(n_in + n_out)·u``.
+relative to ``P[y]``: ``e_P`` for ``P``, ``e_P + 2u`` for ``fl(e^ε)·Q`` (``np.exp`` within an
+ulp, one product), ``u`` for the subtraction, at most ``(2·e_P + 3u)·Σ P ≤ (4 n_in + 34 n_out
++ 7)·u`` in all (``Σ P = 1``), plus ``n_out·u`` for the final sum:
+``(4 n_in + 35 n_out + 7)·u < 64·(n_in + n_out)·u``, below
+``delta_margin = 1e-12 + 64·(n_in + n_out)·u`` (the ``1e-12`` covers the second-order terms and
+a few more ulps of ``np.exp``).
 
-A comparison **holds** in float64 iff its rows are identical (level exactly 0), or
-``pure ≤ ε − m_pure(ε)`` (pure; and no underflow risk), or ``δ(ε) ≤ δ − m_δ`` (approximate).
+A comparison **holds** in float64 iff its two laws are equal exactly
+(:func:`._laws.identical_rows`: the same weights on equal rows, e.g. on the same profile, or
+only one distinct row involved; every level is then exactly 0), or ``pure ≤ ε − m_pure(ε)`` (pure; finite and
+no underflow risk), or ``δ(ε) ≤ δ − m_δ`` (approximate).
 Repair aims at twice these margins (:data:`REPAIR_FACTOR`) so its output verifies.
 """
 
@@ -47,6 +65,7 @@ __all__ = [
     "REPAIR_FACTOR",
     "TableError",
     "pure_margin",
+    "pure_bound",
     "delta_margin",
     "row_sum_tolerance",
     "table_problems",
@@ -71,6 +90,18 @@ class TableError(ValueError):
 def pure_margin(eps, n_in: int, n_out: int):
     """Safety margin of a pure level at budget ``ε``: ``1e-9·max(1, ε) + 64·(n_in + n_out)·u``."""
     return 1e-9 * np.maximum(1.0, eps) + 64.0 * (n_in + n_out) * U64
+
+
+def pure_bound(eps, n_in: int, n_out: int, factor: float = 1.0):
+    """What a pure level must not exceed: ``ε − factor·pure_margin(ε)``.
+
+    ``+∞`` where ``ε = +∞``: an extended-DP exponent ``ε·d(x, x')`` that overflows float64 is
+    still a finite budget, met by every finite level.
+    """
+    eps = np.asarray(eps, dtype=np.float64)
+    finite = np.isfinite(eps)
+    e = np.where(finite, eps, 0.0)
+    return np.where(finite, e - factor * pure_margin(e, n_in, n_out), np.inf)
 
 
 def delta_margin(n_in: int, n_out: int) -> float:
@@ -175,7 +206,7 @@ def holds(
     """
     _, n_in, n_out = shape
     pure = comps.delta == 0
-    ok_pure = (levels.pure <= comps.eps - factor * pure_margin(comps.eps, n_in, n_out))
+    ok_pure = np.isfinite(levels.pure) & (levels.pure <= pure_bound(comps.eps, n_in, n_out, factor))
     ok_pure &= ~levels.underflow
     ok_approx = levels.delta <= comps.delta - factor * delta_margin(n_in, n_out)
     return levels.identical | np.where(pure, ok_pure, ok_approx)

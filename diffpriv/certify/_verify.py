@@ -58,7 +58,7 @@ class VerifyReport:
 def _close(stored: Any, value: float) -> bool:
     try:
         s = float(stored)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return False
     if math.isnan(s) or math.isnan(value):
         return False
@@ -141,11 +141,12 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
     """
     try:
         d = _load(obj)
-    except (OSError, ValueError) as e:
-        return VerifyReport(False, [f"certificate: cannot be read ({e})"])
+    except (OSError, ValueError, RecursionError) as e:
+        return VerifyReport(False, [f"certificate: cannot be read ({type(e).__name__}: {e})"])
     try:
         return _verify(d, exact)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError,
+            RecursionError, MemoryError) as e:
         return VerifyReport(False, [f"certificate: malformed ({type(e).__name__}: {e})"], (), exact)
 
 

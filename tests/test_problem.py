@@ -1,0 +1,260 @@
+"""The problem specification: every validation rule raises a SpecError naming its field; the
+comparisons are cached and read-only; a problem dict that is malformed in any way is a SpecError."""
+
+import copy
+import dataclasses
+import json
+import re
+
+import numpy as np
+import pytest
+
+import diffpriv as dp
+from diffpriv._problem import Comparisons
+from diffpriv._problem_io import problem_from_dict, problem_hash, problem_to_dict
+
+SpecError = dp.SpecError
+
+
+def make(**changes) -> dp.Problem:
+    """A valid problem on 3 inputs with coordinates, two items and one DistP constraint."""
+    X = dp.Domain(("a", "b", "c"), coords=np.array([[0.0], [1.0], [2.0]]))
+    kw = dict(
+        inputs=X, outputs=X, loss=1 - np.eye(3), prior=np.ones(3) / 3,
+        items=(dp.Item("i", np.array([0.5, 0.5, 0.0])), dp.Item("j", np.array([0.0, 0.5, 0.5]))),
+        constraints=(dp.DistP(((0, 1),), 1.0),),
+    )
+    kw.update(changes)
+    return dp.Problem(**kw)
+
+
+def item(name="i", dist=(0.5, 0.5, 0.0), profile=0):
+    return dp.Item(name, np.asarray(dist, dtype=np.float64), profile)
+
+
+NO_COORDS = dp.Domain(("a", "b", "c"))
+ASYMMETRIC = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.5, 0.0]])
+
+# (what is wrong, changes to make(), the start of the expected message)
+RULES = [
+    ("loss shape", dict(loss=np.ones((2, 3))), "loss: shape (2, 3)"),
+    ("loss NaN", dict(loss=np.where(np.eye(3) > 0, np.nan, 1.0)), "loss: has a NaN"),
+    ("loss negative", dict(loss=-np.ones((3, 3))), "loss: has a negative entry"),
+    ("loss not numbers", dict(loss=[["x"] * 3] * 3), "loss: expected an array of numbers"),
+    ("prior shape", dict(prior=np.ones(4) / 4), "prior: shape (1, 4)"),
+    ("prior sum", dict(prior=np.array([0.5, 0.2, 0.2])), "prior: sums to 0.9"),
+    ("prior negative", dict(prior=np.array([1.5, -0.5, 0.0])), "prior: has a negative entry"),
+    ("prior NaN", dict(prior=np.array([np.nan, 0.5, 0.5])), "prior: has a NaN"),
+    ("profiles duplicate", dict(profiles=("p", "p")), "profiles: duplicate label 'p'"),
+    ("profiles a string", dict(profiles="ab"), "profiles: expected a sequence of labels"),
+    ("objective", dict(objective="median"), "objective: must be 'expected' or 'worst'"),
+    ("item duplicate name", dict(items=(item("i"), item("i"))), "items[1].name: duplicate item name"),
+    ("item name not a string", dict(items=(item(3), item("j"))), "items[0].name: expected a string"),
+    ("item profile out of range", dict(items=(item(profile=1), item("j"))),
+     "items[0].profile: index 1 out of range for 1 profiles"),
+    ("item profile a string", dict(items=(item(profile="x"), item("j"))),
+     "items[0].profile: expected an integer, got 'x'"),
+    ("item profile a bool", dict(items=(item(profile=True), item("j"))),
+     "items[0].profile: expected an integer"),
+    ("item profile fractional", dict(items=(item(profile=0.5), item("j"))),
+     "items[0].profile: expected an integer"),
+    ("item length", dict(items=(item(dist=(0.5, 0.5)), item("j"))),
+     "items.i.distribution: has 2 entries, expected 3"),
+    ("item sum", dict(items=(item(dist=(0.5, 0.6, 0.0)), item("j"))),
+     "items.i.distribution: sums to 1.1"),
+    ("item not an Item", dict(items=((0.5, 0.5, 0.0),)), "items[0]: expected an Item"),
+    ("pairs not a sequence", dict(constraints=(dp.DistP(5, 1.0),)),
+     "constraints[0].pairs: expected a sequence of pairs"),
+    ("no pairs", dict(constraints=(dp.DistP((), 1.0),)), "constraints[0].pairs: no pairs"),
+    ("pair not a sequence", dict(constraints=(dp.LocalDP(1.0, pairs=(0, 1)),)),
+     "constraints[0].pairs[0]: a pair must be a sequence of two indices"),
+    ("pair of three", dict(constraints=(dp.LocalDP(1.0, pairs=((0, 1), (0, 1, 2))),)),
+     "constraints[0].pairs[1]: a pair must be a sequence of two indices"),
+    ("pair non-integral", dict(constraints=(dp.DistP(((0, 1.7),), 1.0),)),
+     "constraints[0].pairs[0]: expected an integer, got 1.7"),
+    ("pair a bool", dict(constraints=(dp.DistP(((False, True),), 1.0),)),
+     "constraints[0].pairs[0]: expected an integer"),
+    ("pair a string", dict(constraints=(dp.LocalDP(1.0, pairs=(("0", "1"),)),)),
+     "constraints[0].pairs[0]: expected an integer"),
+    ("pair out of range", dict(constraints=(dp.DistP(((0, 2),), 1.0),)),
+     "constraints[0].pairs[0]: item index 2 out of range (have 2)"),
+    ("input pair out of range", dict(constraints=(dp.LocalDP(1.0, pairs=((0, -1),)),)),
+     "constraints[0].pairs[0]: input index -1 out of range (have 3)"),
+    ("pair with itself", dict(constraints=(dp.ExtendedDP(1.0, pairs=((1, 1),)),)),
+     "constraints[0].pairs[0]: pair (1, 1) compares input 1 with itself"),
+    ("delta 1", dict(constraints=(dp.DistP(((0, 1),), 1.0, 1.0),)),
+     "constraints[0].delta: must be in [0, 1)"),
+    ("delta negative", dict(constraints=(dp.LocalDP(1.0, -0.1),)), "constraints[0].delta: must be >= 0"),
+    ("epsilon negative", dict(constraints=(dp.DistP(((0, 1),), -1.0),)),
+     "constraints[0].epsilon: must be >= 0"),
+    ("epsilon NaN", dict(constraints=(dp.LocalDP(float("nan")),)), "constraints[0].epsilon: must be finite"),
+    ("epsilon infinite", dict(constraints=(dp.LocalDP(float("inf")),)),
+     "constraints[0].epsilon: must be finite"),
+    ("epsilon overflows float64", dict(constraints=(dp.LocalDP(10**400),)),
+     "constraints[0].epsilon: must be finite"),
+    ("epsilon a bool", dict(constraints=(dp.LocalDP(True),)), "constraints[0].epsilon: expected a number"),
+    ("epsilon a string", dict(constraints=(dp.LocalDP("1"),)), "constraints[0].epsilon: expected a number"),
+    ("constraint name", dict(constraints=(dp.LocalDP(1.0, name=7),)),
+     "constraints[0].name: expected a string"),
+    ("constraint kind", dict(constraints=("ldp",)), "constraints[0].kind: unknown constraint str"),
+    ("xdp without coordinates or metric", dict(inputs=NO_COORDS, outputs=NO_COORDS,
+                                               constraints=(dp.ExtendedDP(1.0),)),
+     "constraints[0]: extended DP needs input coordinates or an input metric"),
+    ("support shape", dict(support=np.ones((2, 3), dtype=bool)), "support: shape (2, 3)"),
+    ("support with an empty row", dict(support=np.array([[1, 1, 1], [0, 0, 0], [1, 1, 1]], dtype=bool)),
+     "support: input 'b' of profile 'all' has no allowed output"),
+    ("metric shape", dict(input_metric=np.zeros((2, 2))), "input_metric: shape (2, 2), expected (3, 3)"),
+    ("metric negative", dict(input_metric=-np.ones((3, 3))), "input_metric: must be finite and non-negative"),
+    ("metric NaN", dict(input_metric=np.full((3, 3), np.nan)),
+     "input_metric: must be finite and non-negative"),
+    ("metric diagonal", dict(input_metric=np.ones((3, 3))),
+     "input_metric: must have a zero diagonal, d[0, 0] = 1"),
+    ("metric asymmetric", dict(input_metric=ASYMMETRIC), "input_metric: must be symmetric, d[1, 2] = 1"),
+]
+
+
+@pytest.mark.parametrize(("changes", "message"), [r[1:] for r in RULES], ids=[r[0] for r in RULES])
+def test_each_rule_raises_a_spec_error_naming_the_field(changes, message):
+    with pytest.raises(SpecError, match="^" + re.escape(message)):
+        make(**changes)
+
+
+DOMAIN_RULES = [
+    (dict(labels=()), "domain.labels: is empty"),
+    (dict(labels=("a", "a")), "domain.labels: duplicate label 'a'"),
+    (dict(labels="abc"), "domain.labels: expected a sequence of labels"),
+    (dict(labels=("a", "b"), coords=np.zeros((3, 2))), "domain.coords: shape (3, 2) does not match 2"),
+    (dict(labels=("a", "b"), coords=[[0.0], [np.inf]]), "domain.coords: has a NaN or infinite entry"),
+    (dict(labels=("a", "b"), coords=["x", "y"]), "domain.coords: expected an array of numbers"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), DOMAIN_RULES)
+def test_domain_rules(kwargs, message):
+    with pytest.raises(SpecError, match="^" + re.escape(message)):
+        dp.Domain(**kwargs)
+
+
+def test_values_that_are_valid_if_unusual():
+    # Integral floats and numpy integers are indices; e^ε overflowing float64 is a valid budget.
+    p = make(items=(item(profile=0.0), item("j", (0.0, 0.5, 0.5))),
+             constraints=(dp.DistP(((np.int64(0), 1.0),), 1e300),
+                          dp.LocalDP(800.0, pairs=np.array([[0, 2]]))))
+    assert p.items[0].profile == 0 and isinstance(p.items[0].profile, int)
+    assert p.constraints[0].pairs == ((0, 1),) and p.constraints[1].pairs == ((0, 2),)
+    assert all(type(i) is int for pair in p.constraints[1].pairs for i in pair)
+    metric = np.array([[0.0, 0.0, 2.0], [0.0, 0.0, 2.0], [2.0, 2.0, 0.0]])  # a pseudometric
+    assert make(input_metric=metric, constraints=(dp.ExtendedDP(1.0),)).metric() is not None
+
+
+def test_distribution_within_2_pow_40_of_one_is_kept_bit_identical():
+    dist = np.array([0.5, 0.5 + 2.0**-42, 0.0])
+    p = make(items=(item(dist=dist), item("j", (0.0, 0.5, 0.5))))
+    assert np.array_equal(p.items[0].dist, dist)
+    q = make(items=(item(dist=[0.5, 0.5 + 1e-10, 0.0]), item("j", (0.0, 0.5, 0.5))))
+    assert q.items[0].dist.sum() == pytest.approx(1.0, abs=2.0**-52)  # renormalised
+
+
+def test_comparisons_are_cached_and_read_only():
+    p = make(constraints=(dp.DistP(((0, 1),), 1.0), dp.LocalDP(1.0), dp.ExtendedDP(0.5)))
+    comps = p.comparisons()
+    assert p.comparisons() is comps and comps.size == 1 + 3 + 3
+    for f in dataclasses.fields(comps):
+        a = getattr(comps, f.name)
+        assert not a.flags.writeable, f.name
+        with pytest.raises(ValueError, match="read-only"):
+            a[0] = 0
+    assert dataclasses.replace(p, constraints=(dp.LocalDP(1.0),)).comparisons().size == 3
+    # Building Comparisons copies: the caller's arrays stay writable and unchanged.
+    w = np.eye(2)
+    c = Comparisons(np.zeros(2, int), w, np.zeros(2, int), w, np.ones(2), np.zeros(2), np.ones(2),
+                    np.zeros(2, int))
+    assert w.flags.writeable and c.wa is not w and c.sa.dtype == np.int64
+
+
+def test_short_docstrings_exist():
+    for obj in (dp.Domain.size, dp.Domain.index, Comparisons.size):
+        assert obj.__doc__ and obj.__doc__.strip()
+
+
+# -- problem_from_dict ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spec():
+    p = make(items=(item(dist=[0.5, 0.5 + 2.0**-42, 0.0]), item("j", (0.0, 0.5, 0.5))),
+             constraints=(dp.DistP(((0, 1),), 1.0, 0.1, "d"), dp.LocalDP(1.0, pairs=((0, 2),)),
+                          dp.ExtendedDP(2.0)),
+             support=np.ones((3, 3), dtype=bool))
+    return json.loads(json.dumps(problem_to_dict(p)))
+
+
+def test_round_trip_is_bit_identical(spec):
+    p = problem_from_dict(spec)
+    assert problem_to_dict(p) == spec
+    assert problem_hash(problem_from_dict(problem_to_dict(p))) == problem_hash(p)
+
+
+def _set(path, value):
+    def edit(d):
+        *parents, last = path
+        for key in parents:
+            d = d[key]
+        if value is DELETE:
+            del d[last]
+        else:
+            d[last] = value
+    return edit
+
+
+DELETE = object()
+
+MALFORMED = [
+    ("loss missing", _set(["loss"], DELETE), "problem: missing field 'loss'"),
+    ("inputs not a mapping", _set(["inputs"], ["a", "b", "c"]), "inputs: expected a mapping, got list"),
+    ("labels a string", _set(["inputs", "labels"], "abc"), "inputs.labels: expected a list, got str"),
+    ("labels missing", _set(["outputs", "labels"], DELETE), "outputs: missing field 'labels'"),
+    ("coords not numbers", _set(["outputs", "coords"], ["x", "y", "z"]), "outputs.coords: expected an array"),
+    ("profiles a string", _set(["profiles"], "all"), "profiles: expected a list, got str"),
+    ("items not a list", _set(["items"], {"i": 1}), "items: expected a list, got dict"),
+    ("item not a mapping", _set(["items", 0], [0.5, 0.5, 0.0]), "items[0]: expected a mapping, got list"),
+    ("item without dist", _set(["items", 1, "dist"], DELETE), "items[1]: missing field 'dist'"),
+    ("item profile a string", _set(["items", 0, "profile"], "x"), "items[0].profile: expected an integer"),
+    ("item dist not numbers", _set(["items", 0, "dist"], "abc"), "items.i.distribution: expected"),
+    ("constraints not a list", _set(["constraints"], 3), "constraints: expected a list, got int"),
+    ("constraint not a mapping", _set(["constraints", 1], "ldp"),
+     "constraints[1]: expected a mapping, got str"),
+    ("constraint without epsilon", _set(["constraints", 0, "epsilon"], DELETE),
+     "constraints[0]: missing field 'epsilon'"),
+    ("constraint kind", _set(["constraints", 2, "kind"], "wdp"),
+     "constraints[2].kind: unknown constraint kind"),
+    ("epsilon overflows", _set(["constraints", 1, "epsilon"], 10**400),
+     "constraints[1].epsilon: must be finite"),
+    ("delta a string", _set(["constraints", 0, "delta"], "0.1"), "constraints[0].delta: expected a number"),
+    ("pairs not a list", _set(["constraints", 0, "pairs"], 5),
+     "constraints[0].pairs: expected a list, got int"),
+    ("pair not a list", _set(["constraints", 1, "pairs"], [0, 2]), "constraints[1].pairs[0]: a pair must be"),
+    ("pair non-integral", _set(["constraints", 1, "pairs"], [[0, 1.5]]),
+     "constraints[1].pairs[0]: expected an"),
+    ("pair index overflows", _set(["constraints", 1, "pairs"], [[0, 10**400]]),
+     "constraints[1].pairs[0]: input"),
+    ("loss overflows", _set(["loss", 0, 0], 10**400), "loss: expected an array of numbers"),
+    ("loss ragged", _set(["loss", 0], [1.0]), "loss: expected an array of numbers"),
+    ("metric overflows", _set(["input_metric"], [[0, 10**400, 0]] * 3), "input_metric: expected an array"),
+    ("support ragged", _set(["support", 0, 1], [1]), "support: expected a boolean array"),
+    ("objective unknown", _set(["objective"], ["worst"]), "objective: must be 'expected' or 'worst'"),
+]
+
+
+@pytest.mark.parametrize(("edit", "message"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+def test_malformed_problem_dicts_raise_spec_errors_naming_the_field(spec, edit, message):
+    d = copy.deepcopy(spec)
+    edit(d)
+    with pytest.raises(SpecError, match="^" + re.escape(message)):
+        problem_from_dict(d)
+
+
+@pytest.mark.parametrize("value", [None, [], "problem", 3])
+def test_problem_dict_must_be_a_mapping(value):
+    with pytest.raises(SpecError, match="^problem: expected a mapping"):
+        problem_from_dict(value)
