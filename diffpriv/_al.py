@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from . import _x64  # noqa: F401  (float64 before any array is made)
 from ._linear import LinearData, constraint_matrix, lower_bound
 
 __all__ = ["solve_al"]

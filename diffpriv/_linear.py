@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _x64  # noqa: F401  (float64 before any array is made)
 from ._problem import Problem
 
 __all__ = ["LinearData", "linear_data", "tighten", "constraint_matrix", "lower_bound"]

@@ -8,6 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
+from . import _x64  # noqa: F401  (float64 before any array is made)
+
 __all__ = ["Mechanism"]
 
 

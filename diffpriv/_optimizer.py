@@ -16,17 +16,14 @@ import time
 from collections.abc import Callable
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from . import _pdhg  # noqa: E402
-from ._al import solve_al  # noqa: E402
-from ._linear import LinearData, constraint_matrix, linear_data, lower_bound, tighten  # noqa: E402
-from ._polish import polish, violation  # noqa: E402
-from ._problem import Problem  # noqa: E402
+from . import _pdhg, _x64  # noqa: F401  (_x64: float64 before any array is made)
+from ._al import solve_al
+from ._linear import LinearData, constraint_matrix, linear_data, lower_bound, tighten
+from ._polish import polish, violation
+from ._problem import Problem
 
 __all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch"]
 

@@ -31,6 +31,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from . import _x64  # noqa: F401  (float64 before any array is made)
 from ._linear import LinearData, constraint_matrix, lower_bound
 
 __all__ = ["PDHGState", "Steps", "step_sizes", "init_state", "log_normalise", "run_periods"]
