@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import Field, ValidationError, model_validator
 
 from ._distributions import ConfigError, DistributionCfg, Number, StrictModel, distribution
+from ._io import FileFormatError, read_text
 from ._problem import DistP, Domain, ExtendedDP, Item, LocalDP, Problem, SpecError
 
 __all__ = ["MAX_GRID_CELLS", "MAX_SEED", "ConfigError", "OptimizerOptions", "config_from_dict",
@@ -407,11 +408,9 @@ def load_config(path: str | Path) -> tuple[Problem, OptimizerOptions]:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot read ({e})") from None
+        text = read_text(path)
+    except FileFormatError as e:
+        raise ConfigError(str(e)) from None
     try:
         d = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

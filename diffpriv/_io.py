@@ -100,6 +100,21 @@ def _too_large(data: Any) -> str | None:
     return None
 
 
+def read_text(path: str | os.PathLike) -> str:
+    """The UTF-8 text of the file ``path``.
+
+    Raises:
+      FileFormatError: ``"<path>: no such file"`` or ``"<path>: cannot read (<why>)"``.
+    """
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileFormatError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise FileFormatError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+
+
 def read_json(path: str | os.PathLike) -> Any:
     """The strict JSON in the file ``path``: no ``NaN``/``Infinity``, every number a float64.
 
@@ -108,12 +123,7 @@ def read_json(path: str | os.PathLike) -> Any:
         JSON, has a non-finite number literal or an integer too large for a float64.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileFormatError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise FileFormatError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    text = read_text(path)
     try:
         data = json.loads(text, parse_constant=_no_constant)
     except FileFormatError as e:

@@ -249,22 +249,6 @@ def test_save_gives_the_permissions_of_a_new_file(cert, tmp_path, umask):
     assert os.stat(path).st_mode & 0o777 == os.stat(tmp_path / "plain.txt").st_mode & 0o777
 
 
-def test_umask_is_read_with_and_without_proc(monkeypatch):
-    from diffpriv.certify import _certificate
-
-    def no_proc(*args, **kwargs):
-        raise OSError("no /proc")
-
-    old = os.umask(0o027)
-    try:
-        assert _certificate._umask() == 0o027
-        monkeypatch.setattr(_certificate, "open", no_proc, raising=False)
-        assert _certificate._umask() == 0o027  # the set-and-restore fallback
-        assert os.umask(0o027) == 0o027  # ... restored it
-    finally:
-        os.umask(old)
-
-
 def test_verify_never_raises_on_overflowing_or_deeply_nested_input(cert, tmp_path):
     d = cert.to_dict()
     d["repair"]["t"] = 10**400  # a JSON integer no float64 holds

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from .._io import atomic_write
-from .._io import umask as _umask  # noqa: F401  (tests/test_certificate.py reads it here)
 from .._problem import Problem
 from .._problem_io import problem_from_dict, problem_hash, problem_to_dict
 from ._repair import Repair
