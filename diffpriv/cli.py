@@ -4,19 +4,19 @@ Exit codes: 0 success; 1 a certificate's claims do not hold (or a solver failed)
 error — a bad config, a bad option value, a missing or malformed file — reported as one line
 ``error: ...`` on stderr, without a traceback and without writing any output. Every command
 that reads a certificate reads it with :func:`_read_certificate`, which checks its keys, types
-and shapes before :func:`diffpriv.certify.verify` checks its claims. JAX is imported only once a
-config has been validated, inside ``optimize``; matplotlib only inside ``plot``.
+and shapes (:mod:`diffpriv.certify._schema`) before :func:`diffpriv.certify.verify` checks its
+claims. JAX is imported only once a config has been validated, inside ``optimize``; matplotlib
+only inside ``plot``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import numpy as np
 import typer
@@ -28,8 +28,7 @@ from ._config import MAX_SEED, ConfigError, OptimizerOptions, load_config
 from ._export import FORMATS, jsonable, write_json, write_table
 from ._io import FileFormatError, read_json
 from ._problem import Problem, SpecError
-from ._problem_io import problem_from_dict
-from .certify import FORMAT
+from .certify._schema import CertificateFormatError, CheckedCertificate, check_certificate
 
 
 class _Commands(TyperGroup):
@@ -82,132 +81,21 @@ def _load(config: Path) -> tuple[Problem, OptimizerOptions]:
 
 
 # -- reading a certificate --------------------------------------------------------------------
-# What each key must hold; the values themselves are verify's to check (exit 1 if wrong).
 
 
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _stored(v: Any) -> bool:  # a float as json_number stores it: non-finite ones as strings
-    return _number(v) or (isinstance(v, str) and v in ("inf", "-inf", "nan"))
-
-
-def _int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-_NUMBER = (_number, "a number")
-_STORED = (_stored, 'a number or "inf", "-inf", "nan"')
-_INT = (_int, "an integer")
-_BOOL = (lambda v: isinstance(v, bool), "true or false")
-_STR = (lambda v: isinstance(v, str), "a string")
-_OBJECT = (lambda v: isinstance(v, dict), "an object")
-_LIST = (lambda v: isinstance(v, list), "a list")
-
-
-def _or_null(check: tuple[Callable[[Any], bool], str]) -> tuple[Callable[[Any], bool], str]:
-    return (lambda v: v is None or check[0](v)), f"{check[1]} or null"
-
-
-_CERTIFICATE = {"format": _STR, "ok": _BOOL, "problem_hash": _STR, "objective": _STR,
-                "loss": _STORED, "expected_loss": _STORED, "worst_loss": _STORED,
-                "problem": _OBJECT, "table": _LIST, "constraints": _LIST, "repair": _OBJECT,
-                "seed": _or_null(_INT)}
-_CONSTRAINT = {"index": _INT, "kind": _STR, "name": _STR, "epsilon": _STORED, "delta": _STORED,
-               "level": _STORED, "epsilon_at_delta": _or_null(_STORED), "margin": _STORED,
-               "ok": _BOOL, "worst": _or_null(_INT), "witness": _or_null(_OBJECT),
-               "n_comparisons": _INT, "n_failed": _INT}
-_WITNESS = {"pair": _OBJECT, "P": _LIST, "Q": _LIST}
-_REPAIR = {"t": _NUMBER, "nu": _or_null(_LIST), "strategy": _STR}
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-class _Malformed(ValueError):
-    """A certificate's field does not hold what the format says: ``"<field>: <problem>"``."""
-
-
-def _keys(where: str, d: dict[str, Any], spec: dict[str, tuple[Callable[[Any], bool], str]]) -> None:
-    for key, (ok, what) in spec.items():
-        field = f"{where}.{key}" if where else key
-        if key not in d:
-            raise _Malformed(f"{field}: required key is missing")
-        if not ok(d[key]):
-            raise _Malformed(f"{field}: expected {what}, got {_short(d[key])}")
-
-
-def _array(field: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+def _read_certificate(path: Path) -> CheckedCertificate:
+    """The one reader of certificates for every command: the JSON, the problem and the table
+    (format checked by :func:`diffpriv.certify._schema.check_certificate`), or exit 2 with one
+    line ``error: <path>: <field>: <problem>``."""
     try:
-        a = np.asarray(value)
-    except ValueError:  # ragged
-        a = np.asarray(None)
-    if a.dtype.kind not in "iuf" and not (a.dtype.kind == "O" and all(map(_number, a.flat))):
-        raise _Malformed(f"{field}: not an array of numbers")
-    if a.shape != shape:
-        raise _Malformed(f"{field}: shape {a.shape}, expected {shape}")
-    return a.astype(np.float64)
-
-
-def _problem(spec: dict[str, Any]) -> Problem:
-    try:
-        return problem_from_dict(spec)
-    except SpecError as e:
-        raise _Malformed(str(e) if str(e).startswith("problem") else f"problem.{e}") from None
-    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as e:
-        raise _Malformed(f"problem: malformed ({type(e).__name__}: {e})") from None
-
-
-class _Certificate(NamedTuple):
-    data: dict[str, Any]  # the JSON, for verify
-    problem: Problem
-    table: np.ndarray  # [n_profiles, n_in, n_out]
-
-
-def _check_certificate(data: Any) -> _Certificate:
-    """Checks that every key :func:`diffpriv.certify.verify` reads is there, of the right type
-    and shape (not that the claims hold: that is verify's job)."""
-    if not isinstance(data, dict):
-        raise _Malformed("certificate: expected a JSON object")
-    _keys("", data, _CERTIFICATE)
-    if data["format"] != FORMAT:
-        raise _Malformed(f"format: {data['format']!r}, expected {FORMAT!r}")
-    problem = _problem(data["problem"])
-    table = _array("table", data["table"], problem.shape)
-    n_out = (problem.outputs.size,)
-    stored = data["constraints"]
-    if len(stored) != len(problem.constraints):
-        raise _Malformed(f"constraints: has {len(stored)} entries, the problem has "
-                         f"{len(problem.constraints)} constraints")
-    for i, c in enumerate(stored):
-        if not isinstance(c, dict):
-            raise _Malformed(f"constraints[{i}]: expected an object, got {_short(c)}")
-        _keys(f"constraints[{i}]", c, _CONSTRAINT)
-        if c["witness"] is not None:
-            _keys(f"constraints[{i}].witness", c["witness"], _WITNESS)
-            for side in ("P", "Q"):
-                _array(f"constraints[{i}].witness.{side}", c["witness"][side], n_out)
-    _keys("repair", data["repair"], _REPAIR)
-    if data["repair"]["nu"] is not None:
-        _array("repair.nu", data["repair"]["nu"], n_out)
-    return _Certificate(data, problem, table)
-
-
-def _read_certificate(path: Path) -> _Certificate:
-    """The one reader of certificates for every command: the JSON, the problem and the table,
-    or exit 2 with one line ``error: <path>: <field>: <problem>``."""
-    try:
-        return _check_certificate(read_json(path))
+        return check_certificate(read_json(path))
     except FileFormatError as e:
         _fail(str(e))
-    except _Malformed as e:
+    except CertificateFormatError as e:
         _fail(f"{path}: {e}")
 
 
-def _verify(path: Path, cert: _Certificate, exact: bool = False):
+def _verify(path: Path, cert: CheckedCertificate, exact: bool = False):
     """``verify`` of a checked certificate; should it raise all the same, exit 2, no traceback."""
     from .certify import verify
 

@@ -17,6 +17,7 @@ from diffpriv.certify import (
     pure_margin,
     verify,
 )
+from diffpriv.certify._schema import CertificateFormatError, check_certificate
 
 
 def rr_table(k: int, eps: float) -> np.ndarray:
@@ -259,3 +260,52 @@ def test_verify_never_raises_on_overflowing_or_deeply_nested_input(cert, tmp_pat
     deep.write_text("[" * 100_000 + "]" * 100_000)
     report = verify(deep)
     assert not report.ok and "cannot be read" in report.failures[0]
+
+
+def test_check_certificate_accepts_a_certificate_and_rebuilds_problem_and_table(cert):
+    d = cert.to_dict()
+    checked = check_certificate(json.loads(json.dumps(d)))
+    assert checked.problem.shape == cert.table.shape
+    assert dp.problem_hash(checked.problem) == cert.problem_hash
+    assert checked.table.dtype == np.float64 and np.array_equal(checked.table, cert.table)
+    assert check_certificate(d).data is d
+
+
+SCHEMA_EDITS = {
+    "not an object": ([], [1, 2], "certificate: expected a JSON object"),
+    "missing key": (["loss"], ..., "loss: required key is missing"),
+    "bool for a number": (["repair", "t"], True, "repair.t: expected a number, got true"),
+    "string for a bool": (["ok"], "yes", 'ok: expected true or false, got "yes"'),
+    "constraint missing key": (["constraints", 1, "n_failed"], ...,
+                               "constraints[1].n_failed: required key is missing"),
+    "witness of wrong shape": (["constraints", 3, "witness", "P"], [0.5, 0.5],
+                               "constraints[3].witness.P: shape (2,), expected (6,)"),
+    "ragged table": (["table", 0], [[1.0]], "table: not an array of numbers"),
+    "nu of wrong shape": (["repair", "nu"], [1.0], "repair.nu: shape (1,), expected (6,)"),
+    "other format": (["format"], "other/2", "format: 'other/2', expected 'diffpriv-certificate/1'"),
+    "bad problem": (["problem", "prior"], "x", "problem."),
+}
+
+
+@pytest.mark.parametrize("what", list(SCHEMA_EDITS))
+def test_schema_names_the_field_and_verify_reports_it(cert, what):
+    """check_certificate raises one line naming the field; verify reports that line, no raise."""
+    path, value, expected = SCHEMA_EDITS[what]
+    if not path:
+        d = value
+    elif value is ...:  # delete the key
+        d = copy.deepcopy(cert.to_dict())
+        target = d
+        for key in path[:-1]:
+            target = target[key]
+        del target[path[-1]]
+    else:
+        d = _edited(cert.to_dict(), path, value)
+    with pytest.raises(CertificateFormatError) as info:
+        check_certificate(d)
+    message = str(info.value)
+    assert message.startswith(expected) and "\n" not in message
+    report = verify(d)
+    assert not report.ok and report.levels == ()
+    if path:
+        assert report.failures == [message]

@@ -1,12 +1,13 @@
 """Re-checking a certificate from scratch, trusting none of its numbers.
 
-:func:`verify` rebuilds the problem from the stored dict, recomputes its hash, validates the
-table (shape, finiteness, non-negativity, row sums within ``16·n_out·u`` of 1, support),
-recomputes every level, witness and loss with the same float64 code as :func:`certify`, and
-compares each stored claim with the recomputation (relative tolerance ``1e-9``, absolute
-``1e-15``). It fails if a claim disagrees, if a recomputed level exceeds its budget minus the
-safety margin (:mod:`._safety`), or — with ``exact=True`` — if exact rational arithmetic
-cannot prove a budget (:mod:`._exact`).
+:func:`verify` first checks the certificate's format (:func:`._schema.check_certificate`:
+every key present, of the right type and shape), rebuilds the problem from the stored dict,
+recomputes its hash, validates the table (shape, finiteness, non-negativity, row sums within
+``16·n_out·u`` of 1, support), recomputes every level, witness and loss with the same float64
+code as :func:`certify`, and compares each stored claim with the recomputation (relative
+tolerance ``1e-9``, absolute ``1e-15``). It fails if a claim disagrees, if a recomputed level
+exceeds its budget minus the safety margin (:mod:`._safety`), or — with ``exact=True`` — if
+exact rational arithmetic cannot prove a budget (:mod:`._exact`).
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from typing import Any
 import numpy as np
 
 from .._problem import Problem
-from .._problem_io import problem_from_dict, problem_hash
-from ._certificate import FORMAT, Certificate
+from .._problem_io import problem_hash
+from ._certificate import Certificate
 from ._exact import exact_holds
 from ._levels import comparison_levels
 from ._safety import table_problems
+from ._schema import CertificateFormatError, CheckedCertificate, check_certificate
 from ._summary import ConstraintLevel, summarize
 
 __all__ = ["VerifyReport", "verify", "RTOL", "ATOL"]
@@ -137,27 +139,28 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
         for deployed tables).
 
     Returns:
-      A :class:`VerifyReport`; ``ok`` is True iff every check passed.
+      A :class:`VerifyReport`; ``ok`` is True iff every check passed. A certificate that does
+      not hold what the format says (a key missing, of the wrong type or shape) fails with the
+      one line of :class:`._schema.CertificateFormatError`. Never raises.
     """
     try:
         d = _load(obj)
-    except (OSError, ValueError, RecursionError) as e:
+    except (OSError, ValueError, TypeError, RecursionError) as e:
         return VerifyReport(False, [f"certificate: cannot be read ({type(e).__name__}: {e})"])
     try:
-        return _verify(d, exact)
+        return _verify(check_certificate(d), exact)
+    except CertificateFormatError as e:  # the format's one line, naming the field
+        return VerifyReport(False, [str(e)], (), exact)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError,
             RecursionError, MemoryError) as e:
         return VerifyReport(False, [f"certificate: malformed ({type(e).__name__}: {e})"], (), exact)
 
 
-def _verify(d: dict[str, Any], exact: bool) -> VerifyReport:
+def _verify(checked: CheckedCertificate, exact: bool) -> VerifyReport:
+    d, problem, table = checked  # format, keys, types and shapes checked
     fail: list[str] = []
-    if d.get("format") != FORMAT:
-        fail.append(f"format: {d.get('format')!r}, expected {FORMAT!r}")
-    problem = problem_from_dict(d["problem"])  # SpecError is a ValueError
     if problem_hash(problem) != d.get("problem_hash"):
         fail.append("problem_hash: does not match the stored problem")
-    table = np.asarray(d["table"], dtype=np.float64)
     bad = table_problems(problem, table)
     if bad:
         return VerifyReport(False, fail + bad, (), exact)
