@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import optax
 
 from . import _x64  # noqa: F401  (float64 before any array is made)
-from ._linear import LinearData, constraint_matrix, lower_bound
+from ._linear import LinearData, constraint_matrix
 
 __all__ = ["solve_al"]
 
@@ -27,8 +27,8 @@ def solve_al(data: LinearData, key: jax.Array, *, outer: int = 30, inner: int = 
              learning_rate: float = 0.1, init_scale: float = 5.0, worst: bool = False):
     """Runs the augmented Lagrangian.
 
-    Returns ``(table [R, Y], lower_bound, u [2K, Y], nu [R])``: the multipliers rescaled to the
-    original objective, so ``lower_bound(data', u, nu)`` is valid for any budgets ``data'``.
+    Returns ``(table [R, Y], u [2K, Y], nu [R])``: the multipliers rescaled to the original
+    objective, so ``lower_bound(data', u, nu)`` is valid for any budgets ``data'``.
     """
     g, delta = constraint_matrix(data)
     total = jnp.maximum(jnp.sum(data.cost), 1e-300)
@@ -80,4 +80,4 @@ def solve_al(data: LinearData, key: jax.Array, *, outer: int = 30, inner: int = 
     # Multipliers of the scaled problem, rescaled to the original objective.
     scale = top if worst else total
     u, nu = mu * scale, nu * scale / row_norm
-    return table_of(params[0]), lower_bound(data, u, nu, worst=worst), u, nu
+    return table_of(params[0]), u, nu

@@ -10,6 +10,7 @@ one :class:`FileFormatError` line. Standard library only: the certifier imports 
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import os
 import sys
@@ -70,6 +71,15 @@ def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO[Any]]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def write_csv(path: str | os.PathLike, rows: list[dict[str, Any]]) -> Path:
+    """Writes ``rows`` (dicts with the same keys) as CSV with a header, atomically."""
+    with atomic_open(path, "w") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return Path(path)
 
 
 def atomic_write(path: str | os.PathLike, data: str | bytes) -> Path:

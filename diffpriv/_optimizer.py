@@ -24,6 +24,7 @@ from ._al import solve_al
 from ._linear import LinearData, constraint_matrix, linear_data, lower_bound, tighten
 from ._polish import polish, violation
 from ._problem import Problem
+from ._progress import progress_bar
 
 __all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch"]
 
@@ -130,7 +131,7 @@ class Optimizer:
             if init is not None:
                 raise ValueError("init: warm starts need method 'pdhg'")
             return self._run_al(problem, data, true_data, seed, start)
-        steps = _steps_fn(data, worst, self.omega)
+        steps = _steps_jit(data, worst, self.omega)
         state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter)
         if isinstance(init, OptimizeResult) and isinstance(init.state, _pdhg.PDHGState):
             if init.state.theta.shape != state.theta.shape or init.state.u.shape != state.u.shape:
@@ -164,7 +165,7 @@ class Optimizer:
     def _run_al(self, problem, data, true_data, seed, start) -> OptimizeResult:
         outer = max(1, self.steps // self.period)
         worst = problem.objective == "worst"
-        table, _, mu, nu = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst)
+        table, mu, nu = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst)
         lb = float(lower_bound(true_data, mu, nu, worst=worst))
         return self._result(problem, data, true_data, table, mu, lb, outer * self.period, start,
                             seed, False, {})
@@ -235,10 +236,6 @@ def _steps_jit(data, worst, omega):
     return _pdhg.step_sizes(data, worst=worst, omega_scale=omega)
 
 
-def _steps_fn(data: LinearData, worst: bool, omega: float) -> _pdhg.Steps:
-    return _steps_jit(data, worst, omega)
-
-
 @jax.jit(static_argnums=(2, 3, 4))
 def _al_jit(data, key, outer, inner, worst):
     return solve_al(data, key, outer=outer, inner=inner, worst=worst)
@@ -258,26 +255,14 @@ def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progr
       problem: the problem.
       steps: maximum number of steps (default: :class:`Optimizer`'s).
       seed: PRNG seed of the starting jitter; results are deterministic for a seed.
-      progress: show a progress bar (rich, on stderr) between compiled chunks.
+      progress: show a progress bar (rich, on stderr, when it is a terminal) between chunks.
       init: warm start, a :class:`~diffpriv.Mechanism` or a table of the problem's shape.
       **options: other :class:`Optimizer` fields (``period``, ``omega``, ``tol``, ...).
     """
     if steps is not None:
         options["steps"] = steps
     opt = Optimizer(**options)
-    if not progress:
-        return opt(problem, seed=seed, init=init)
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("optimizing"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-                  TextColumn("kkt {task.fields[kkt]:.1e}"), TimeElapsedColumn(), transient=True,
-                  console=Console(stderr=True)) as bar:
-        task = bar.add_task("opt", total=opt.steps, kkt=float("nan"))
-
-        def report(done, total, kkt):
-            bar.update(task, completed=done, total=total, kkt=kkt)
-
+    with progress_bar(progress) as report:
         return opt(problem, seed=seed, init=init, progress=report)
 
 

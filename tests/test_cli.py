@@ -408,7 +408,7 @@ def test_reference_runs_shipped_configs(runner, name):
 
 
 def test_progress_bar_only_on_a_terminal_stderr(capsys, monkeypatch):
-    from diffpriv.cli import _progress_bar
+    from diffpriv._progress import progress_bar as _progress_bar
 
     for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(var, raising=False)

@@ -1,0 +1,27 @@
+"""The optimizer's progress bar (rich, on stderr, transient), shared by the API and the CLI."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+__all__ = ["progress_bar"]
+
+
+@contextlib.contextmanager
+def progress_bar(show: bool = True) -> Iterator[Callable[[int, int, float], None] | None]:
+    """Yields the ``progress(done, total, kkt)`` callback of :class:`diffpriv.Optimizer`, or
+    ``None`` when ``show`` is false or stderr is not a terminal (so piped output stays clean)."""
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    if not (show and err.is_terminal):
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("optimizing"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
+               TextColumn("kkt {task.fields[kkt]:.1e}"), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task("optimize", total=None, kkt=float("nan"))
+        yield lambda done, total, kkt: bar.update(task, completed=done, total=total, kkt=kkt)
