@@ -1,6 +1,6 @@
 """Optimality benchmark: the certified optimizer against the exact LP optimum.
 
-Runs seeded random problems (``diffpriv._known.random_problem``: |X|, |Y| ≤ 30, one to three
+Runs seeded random problems (``diffpriv.problems._known.random_problem``: |X|, |Y| ≤ 30, one to three
 protected pairs, ε in [0.1, 3], some with local or extended DP, some with 2–3 profiles, every
 fourth with δ = 0.02) through each optimizer method, certifies the table, and compares the
 certified loss and the reported lower bound with HiGHS's optimum (relative gaps; absolute where
@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 import diffpriv as dp
-from diffpriv._known import random_problem
-from diffpriv.certify import certify, verify
+from diffpriv.certification import certify, verify
+from diffpriv.problems._known import random_problem
 
 
 def relative(value: float, reference: float) -> float:

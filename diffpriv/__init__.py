@@ -1,7 +1,26 @@
-"""diffpriv: optimal local obfuscation mechanisms under distribution privacy, certified exactly."""
+"""diffpriv: optimal local obfuscation mechanisms under distribution privacy, certified exactly.
 
-from ._problem import (
-    Comparisons,
+The public API (everything else lives in private modules)::
+
+    import diffpriv as dp
+
+    problem, options = dp.load_config("configs/quickstart.toml")  # or dp.Problem(...)
+    design = dp.design(problem, **options.kwargs())   # optimize, then certify
+    design.certificate.save("certificate.json")
+    assert dp.verify("certificate.json").ok           # re-check from scratch
+    lp = dp.solvers.lp(problem)                        # the exact optimum (HiGHS)
+
+Specification (numpy): :class:`Problem`, :class:`Domain`, :class:`Item`, the constraint
+families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP` and their typed comparison blocks
+(:class:`PairBlock`, :class:`MixtureBlock`). Certification (numpy only, the trusted core):
+:func:`certify`, :func:`verify`, :class:`Certificate`. Solvers: :func:`optimize` (JAX, loaded
+on first use) and :mod:`diffpriv.solvers` (``lp``, ``Optimizer``, ``solve_batch``).
+"""
+
+from diffpriv import solvers
+from diffpriv.certification import Certificate, VerifyReport, certify, verify
+from diffpriv.config import ConfigError, OptimizerOptions, load_config
+from diffpriv.problems import (
     Constraint,
     DistP,
     Domain,
@@ -10,18 +29,24 @@ from ._problem import (
     LocalDP,
     Problem,
     SpecError,
+    problem_from_dict,
+    problem_hash,
+    problem_to_dict,
 )
-from ._problem_io import problem_from_dict, problem_hash, problem_to_dict
-from ._reference import ReferenceResult, ReferenceSolveError, solve_lp
+from diffpriv.problems._blocks import MixtureBlock, PairBlock
+from diffpriv.problems._constraints import FAMILIES, register
+from diffpriv.solvers import ReferenceResult, ReferenceSolveError
 
 # The JAX side loads on first use, so that configs are validated (and the certifier runs)
 # without importing JAX.
 _LAZY = {
-    "Mechanism": "._mechanism",
-    "Optimizer": "._optimizer",
-    "OptimizeResult": "._optimizer",
-    "optimize": "._optimizer",
-    "solve_batch": "._optimizer",
+    "Design": "diffpriv._design",
+    "design": "diffpriv._design",
+    "Mechanism": "diffpriv.mechanisms._mechanism",
+    "Optimizer": "diffpriv.solvers._optimizer",
+    "OptimizeResult": "diffpriv.solvers._optimizer",
+    "optimize": "diffpriv.solvers._optimizer",
+    "solve_batch": "diffpriv.solvers._optimizer",
 }
 
 
@@ -29,30 +54,43 @@ def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'diffpriv' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Comparisons",
+    "FAMILIES",
+    "Certificate",
+    "ConfigError",
     "Constraint",
+    "Design",
     "DistP",
     "Domain",
     "ExtendedDP",
     "Item",
     "LocalDP",
     "Mechanism",
-    "Optimizer",
+    "MixtureBlock",
     "OptimizeResult",
+    "Optimizer",
+    "OptimizerOptions",
+    "PairBlock",
+    "Problem",
     "ReferenceResult",
     "ReferenceSolveError",
-    "Problem",
     "SpecError",
+    "VerifyReport",
+    "certify",
+    "design",
+    "load_config",
+    "optimize",
     "problem_from_dict",
     "problem_hash",
     "problem_to_dict",
-    "optimize",
+    "register",
     "solve_batch",
-    "solve_lp",
+    "solvers",
+    "verify",
 ]

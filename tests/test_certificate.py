@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import diffpriv as dp
-from diffpriv.certify import (
+from diffpriv.certification import (
     Certificate,
     certify,
     constraint_levels,
@@ -17,7 +17,7 @@ from diffpriv.certify import (
     pure_margin,
     verify,
 )
-from diffpriv.certify._schema import CertificateFormatError, check_certificate
+from diffpriv.certification._schema import CertificateFormatError, check_certificate
 
 
 def rr_table(k: int, eps: float) -> np.ndarray:

@@ -9,6 +9,7 @@ import decimal
 import itertools
 import math
 import pathlib
+import subprocess
 import sys
 from fractions import Fraction
 
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import diffpriv as dp
-from diffpriv.certify import (
+from diffpriv.certification import (
     comparison_levels,
     constraint_levels,
     delta_level,
@@ -32,6 +33,7 @@ from diffpriv.certify import (
     tight_epsilon,
     underflow_risk,
 )
+from diffpriv.problems._blocks import budgets
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -118,11 +120,26 @@ def exact_law(table, s, w):
     return out
 
 
-def exact_pure_level(problem, table, k, comps):
-    """Independent exact pure level of comparison k: Fractions + 50-digit Decimal logs."""
+def sides(blocks, n_in):
+    """Every comparison as ``((s, w), (s', w'))``: its two sides as a profile and weights
+    (a one-hot weight for a row of a pair block), in the flat order of ``blocks``."""
+    out = []
+    for block in blocks:
+        if block.kind == "pair":
+            eye = np.eye(n_in)
+            out += [((block.s[k], eye[block.a[k]]), (block.s[k], eye[block.b[k]]))
+                    for k in range(block.size)]
+        else:
+            out += [((block.sa[k], block.wa[k]), (block.sb[k], block.wb[k]))
+                    for k in range(block.size)]
+    return out
+
+
+def exact_pure_level(table, side_a, side_b):
+    """Independent exact pure level of one comparison: Fractions + 50-digit Decimal logs."""
     best = decimal.Decimal(0)
-    P = exact_law(table, comps.sa[k], comps.wa[k])
-    Q = exact_law(table, comps.sb[k], comps.wb[k])
+    P = exact_law(table, *side_a)
+    Q = exact_law(table, *side_b)
     for p, q in zip(P, Q, strict=True):
         if (p == 0) != (q == 0):
             return math.inf
@@ -159,9 +176,10 @@ def distp_problems(draw):
 @given(distp_problems())
 def test_pure_distp_levels_match_exact_rational_levels(case):
     problem, table = case
-    comps = problem.comparisons()
-    lv = comparison_levels(problem, table, comps)
-    exact = [exact_pure_level(problem, table, k, comps) for k in range(comps.size)]
+    blocks = problem.blocks()
+    lv = comparison_levels(problem, table, blocks)
+    exact = [exact_pure_level(table, a, b) for a, b in sides(blocks, table.shape[1])]
+    assert len(exact) == lv.pure.size == budgets(blocks).size
     for got, want in zip(lv.pure, exact, strict=True):
         if math.isinf(want):
             assert got == math.inf
@@ -177,16 +195,15 @@ def test_pure_distp_levels_match_exact_rational_levels(case):
 def test_float_never_accepts_a_truly_violated_budget(case, rel):
     """Set ε just below the exact level: the float64 rule and the exact check must both refuse."""
     problem, table = case
-    comps = problem.comparisons()
-    level = max(exact_pure_level(problem, table, k, comps) for k in range(comps.size))
+    level = max(exact_pure_level(table, a, b) for a, b in sides(problem.blocks(), table.shape[1]))
     if not 0 < level < math.inf:
         return
     c = problem.constraints[0]
     tight = dp.Problem(problem.inputs, problem.outputs, problem.loss, problem.prior,
                        items=problem.items, profiles=problem.profiles,
                        constraints=(dp.DistP(c.pairs, level * (1 - rel)),))
-    comps = tight.comparisons()
-    assert not holds(comparison_levels(tight, table, comps), comps, tight.shape).all()
+    blocks = tight.blocks()
+    assert not holds(comparison_levels(tight, table, blocks), budgets(blocks), tight.shape).all()
     assert not exact_holds(tight, table).all()
 
 
@@ -201,12 +218,14 @@ def test_laws_lift_the_normalised_item_even_when_it_is_stored_unnormalised(case,
                   for it in problem.items)
     scaled = dp.Problem(problem.inputs, problem.outputs, problem.loss, problem.prior, items=items,
                         profiles=problem.profiles, constraints=problem.constraints)
-    comps = scaled.comparisons()
-    P, Q = output_laws(table, comps)
+    blocks = scaled.blocks()
+    P, Q = output_laws(table, blocks)
     _, nx, ny = table.shape
     e_p = Fraction(2 * nx + 2 + 17 * ny, 2**53)
-    for k in range(comps.size):
-        for got, s, w in ((P[k], comps.sa[k], comps.wa[k]), (Q[k], comps.sb[k], comps.wb[k])):
+    pairs = sides(blocks, nx)
+    assert len(pairs) == P.shape[0] == Q.shape[0]
+    for k, (side_a, side_b) in enumerate(pairs):
+        for got, (s, w) in ((P[k], side_a), (Q[k], side_b)):
             want = exact_law(table, s, w)
             assert all(abs(Fraction(float(g)) - v) <= e_p * v for g, v in zip(got, want, strict=True))
 
@@ -222,14 +241,14 @@ def test_same_weights_on_the_same_profile_hold_at_zero_budget_for_every_table():
                          profiles=("p", "q"),
                          constraints=(dp.DistP(((0, 1), (0, 2)), 0.0), dp.DistP(((1, 0),), 0.0, 0.1)))
     table = rng.dirichlet(np.ones(3), size=(2, 3))
-    comps = problem.comparisons()
-    assert identical_rows(table, comps).tolist() == [True, False, True]
-    lv = comparison_levels(problem, table, comps)
+    blocks = problem.blocks()
+    assert identical_rows(table, blocks).tolist() == [True, False, True]
+    lv = comparison_levels(problem, table, blocks)
     assert lv.pure[[0, 2]].tolist() == [0.0, 0.0] and lv.delta[[0, 2]].tolist() == [0.0, 0.0]
-    assert holds(lv, comps, problem.shape).tolist() == [True, False, True]
+    assert holds(lv, budgets(blocks), problem.shape).tolist() == [True, False, True]
     assert exact_holds(problem, table).tolist() == [True, False, True]
     table[1] = table[0]  # now the other-profile pair holds too, for both modes
-    assert holds(comparison_levels(problem, table, comps), comps, problem.shape).all()
+    assert holds(comparison_levels(problem, table, blocks), budgets(blocks), problem.shape).all()
     assert exact_holds(problem, table).all()
 
 
@@ -239,20 +258,21 @@ def test_exact_mode_proves_equal_laws_at_a_tiny_budget():
     problem = _ldp_problem(3, 4, eps=1e-70)
     table = np.broadcast_to(np.array([0.1, 0.2, 0.3, 0.4]), (1, 3, 4))
     assert exact_holds(problem, table).all()
-    assert holds(comparison_levels(problem, table), problem.comparisons(), problem.shape).all()
+    assert holds(comparison_levels(problem, table), budgets(problem.blocks()), problem.shape).all()
 
 
 def test_xdp_exponent_overflowing_float64_is_still_a_finite_budget():
     """ε·d(x, x') = 1e307 · 20 overflows to +∞: every finite level meets it, +∞ does not."""
     X = dp.Domain(("a", "b", "c"), coords=np.array([[0.0], [10.0], [20.0]]))
     problem = dp.Problem(X, X, np.ones((3, 3)), np.ones(3) / 3, constraints=(dp.ExtendedDP(1e307),))
-    comps = problem.comparisons()
-    assert np.isinf(comps.eps).any()
+    blocks = problem.blocks()
+    bud = budgets(blocks)
+    assert np.isinf(bud.eps).any()
     full = np.array([[[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]]])
-    assert holds(comparison_levels(problem, full, comps), comps, problem.shape).all()
+    assert holds(comparison_levels(problem, full, blocks), bud, problem.shape).all()
     assert exact_holds(problem, full).all()
     holes = np.array([[[0.5, 0.5, 0.0], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]]])
-    assert not holds(comparison_levels(problem, holes, comps), comps, problem.shape).all()
+    assert not holds(comparison_levels(problem, holes, blocks), bud, problem.shape).all()
     assert not exact_holds(problem, holes).all()
 
 
@@ -275,14 +295,15 @@ def test_output_laws_gather_point_weights_exactly_and_identical_rows():
     problem = _ldp_problem(4, 5)
     table = rng.dirichlet(np.ones(5), size=(1, 4))
     table[0, 3] = table[0, 1]
-    comps = problem.comparisons()
-    P, Q = output_laws(table, comps)
-    for k in range(comps.size):
-        assert np.array_equal(P[k], table[0, np.argmax(comps.wa[k])])
-        assert np.array_equal(Q[k], table[0, np.argmax(comps.wb[k])])
-    same = identical_rows(table, comps)
-    pairs = [(int(np.argmax(a)), int(np.argmax(b)))
-             for a, b in zip(comps.wa, comps.wb, strict=True)]
+    (block,) = problem.blocks()
+    assert block.kind == "pair" and block.size == 6
+    P, Q = output_laws(table, (block,))
+    assert P.shape == Q.shape == (6, 5)
+    for k in range(block.size):
+        assert np.array_equal(P[k], table[block.s[k], block.a[k]])
+        assert np.array_equal(Q[k], table[block.s[k], block.b[k]])
+    same = identical_rows(table, (block,))
+    pairs = [(int(a), int(b)) for a, b in zip(block.a, block.b, strict=True)]
     assert [pairs[k] for k in np.flatnonzero(same)] == [(1, 3)]
 
 
@@ -293,11 +314,12 @@ def test_underflow_risk_flags_dense_laws_near_underflow_only():
     problem = dp.Problem(X, X, np.ones((2, 2)), lam, items=items,
                          constraints=(dp.DistP(((0, 1),), 1.0), dp.LocalDP(1.0)))
     table = np.array([[[1.0, 1e-310], [1.0, 0.0]]])
-    comps = problem.comparisons()
-    P, Q = output_laws(table, comps)
-    risk = underflow_risk(table, comps, P, Q)
+    blocks = problem.blocks()
+    assert [b.kind for b in blocks] == ["mixture", "pair"]
+    P, Q = output_laws(table, blocks)
+    risk = underflow_risk(table, blocks, P, Q)
     assert risk.tolist() == [True, False]  # the DistP comparison is dense; LDP rows are exact
-    assert not holds(comparison_levels(problem, table, comps), comps, problem.shape)[0]
+    assert not holds(comparison_levels(problem, table, blocks), budgets(blocks), problem.shape)[0]
 
 
 def test_xdp_pair_at_distance_zero_needs_equal_rows():
@@ -327,15 +349,17 @@ def test_certify_imports_only_numpy_stdlib_and_the_problem_spec():
     """The trusted core, followed through every diffpriv module it imports (the problem spec,
     small helpers), needs only numpy and the standard library: no JAX, no optimizer."""
     package = pathlib.Path(dp.__file__).parent
-    todo, seen = sorted((package / "certify").glob("*.py")), set()
+    todo, seen = sorted((package / "certification").glob("*.py")), set()
     while todo:
         path = todo.pop()
         if path in seen:
             continue
         seen.add(path)
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level:  # a diffpriv module: follow it
-                base = path.parents[node.level - 1].joinpath(*(node.module or "").split("."))
+            if isinstance(node, ast.ImportFrom) and node.level:
+                raise AssertionError(f"{path.name}: relative import")
+            if isinstance(node, ast.ImportFrom) and node.module.startswith("diffpriv."):
+                base = package.parent.joinpath(*node.module.split("."))  # follow it
                 todo.append(base.with_suffix(".py") if base.with_suffix(".py").exists()
                             else base / "__init__.py")
                 continue
@@ -346,4 +370,86 @@ def test_certify_imports_only_numpy_stdlib_and_the_problem_spec():
             else:
                 continue
             assert roots <= set(sys.stdlib_module_names) | {"numpy"}, (path.name, roots)
-    assert package / "_problem.py" in seen and package / "__init__.py" not in seen
+    assert package / "problems" / "_problem.py" in seen and package / "__init__.py" not in seen
+
+
+def test_certifier_and_config_load_without_jax():
+    """At run time too: validating a config and verifying a certificate never import JAX."""
+    code = ("import sys, diffpriv as dp, diffpriv.certification, diffpriv.config; "
+            "assert 'jax' not in sys.modules, sorted(m for m in sys.modules if 'jax' in m)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_pair_blocks_levels_match_brute_force_on_table_rows():
+    """LDP on all pairs of 6 inputs (pure and approximate, two profiles): only pair blocks.
+    Every level equals the one computed directly from the two table rows."""
+    rng = np.random.default_rng(5)
+    nx, ny = 6, 4
+    problem = dp.Problem(domain("x", nx), domain("y", ny), np.ones((nx, ny)),
+                         np.ones((2, nx)) / (2 * nx), profiles=("p", "q"),
+                         constraints=(dp.LocalDP(1.5), dp.LocalDP(0.5, delta=0.1, name="approx")))
+    table = rng.dirichlet(np.ones(ny), size=(2, nx))
+    table[0, 4] = table[0, 2]  # equal rows: level exactly 0
+    table[1, 5, 0] = 0.0  # a hole: infinite pure level against every other row of profile q
+    table[1, 5] /= table[1, 5].sum()
+    blocks = problem.blocks()
+    assert [b.kind for b in blocks] == ["pair", "pair"]
+    bud = budgets(blocks)
+    lv = comparison_levels(problem, table, blocks)
+    assert lv.pure.shape == (2 * 2 * 15,)
+    k = 0
+    for block in blocks:
+        delta = block.delta
+        assert sorted(zip(block.s.tolist(), block.a.tolist(), block.b.tolist(), strict=True)) == [
+            (s, a, b) for s in range(2) for a in range(nx) for b in range(a + 1, nx)]
+        for s, a, b in zip(block.s, block.a, block.b, strict=True):
+            P, Q = table[s, a], table[s, b]
+            assert np.array_equal(lv.P[k], P) and np.array_equal(lv.Q[k], Q)
+            if np.any((P > 0) != (Q > 0)):
+                want = math.inf
+            else:
+                want = max(abs(math.log(p) - math.log(q)) for p, q in zip(P, Q, strict=True))
+            assert lv.identical[k] == np.array_equal(P, Q)
+            assert lv.pure[k] == pytest.approx(want, rel=1e-13, abs=1e-15)
+            assert lv.delta[k] == pytest.approx(brute_force_delta(P, Q, bud.eps[k]), abs=1e-12)
+            assert bud.delta[k] == delta and bud.constraint[k] == block.constraint
+            assert not lv.underflow[k]
+            k += 1
+    assert k == bud.size
+    pure, approx = constraint_levels(problem, table)
+    assert pure.level == math.inf and not pure.ok
+    assert pure.witness["pair"]["profile"] == "q" and "x5" in pure.witness["pair"]["inputs"]
+    ks = np.flatnonzero(bud.constraint == 1)
+    assert approx.level == pytest.approx(max(
+        brute_force_delta(lv.P[j], lv.Q[j], 0.5) for j in ks), abs=1e-12)
+    assert approx.n_comparisons == 30 and approx.worst in ks
+
+
+def test_xdp_on_a_30x30_grid_with_neighbour_pairs_builds_nothing_quadratic():
+    """900 inputs, 4-neighbour pairs: the levels come from gathered rows, in memory far below
+    one [n_in, n_in] array (6.5 MB as float64), and agree with the rows' own levels."""
+    import tracemalloc
+
+    X = dp.Domain.grid(30, 30)
+    Y = dp.Domain(("u", "v", "w"))
+    nx = X.size
+    idx = np.arange(nx).reshape(30, 30)
+    pairs = [(int(i), int(j)) for i, j in zip(idx[:, :-1].ravel(), idx[:, 1:].ravel(), strict=True)]
+    pairs += [(int(i), int(j)) for i, j in zip(idx[:-1].ravel(), idx[1:].ravel(), strict=True)]
+    problem = dp.Problem(X, Y, np.ones((nx, 3)), np.ones(nx) / nx,
+                         constraints=(dp.ExtendedDP(2.0, pairs=tuple(pairs)),))
+    rng = np.random.default_rng(0)
+    table = rng.dirichlet(np.full(3, 50.0), size=(1, nx))
+    tracemalloc.start()
+    try:
+        lv = comparison_levels(problem, table)
+        (c,) = constraint_levels(problem, table)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < nx * nx  # bytes: not even a boolean [n_in, n_in] mask
+    (block,) = problem.blocks()
+    assert block.size == len(pairs) == 2 * 30 * 29
+    np.testing.assert_array_equal(block.scale, 1.0)  # neighbour cells are 1 apart
+    np.testing.assert_array_equal(lv.pure, pure_level(table[0, block.a], table[0, block.b]))
+    assert c.level == lv.pure.max() and c.witness["pair"]["distance"] == 1.0

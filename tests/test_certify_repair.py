@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import diffpriv as dp
-from diffpriv.certify import (
+from diffpriv.certification import (
     RepairError,
     TableError,
     comparison_levels,
@@ -17,6 +17,7 @@ from diffpriv.certify import (
     repair_holds,
     sanitize_table,
 )
+from diffpriv.problems._blocks import budgets
 
 RTOL = 1e-6  # repair's default bisection tolerance on t
 
@@ -47,9 +48,9 @@ def violating_table(problem, rng, scale=3.0):
 
 def check_repaired(problem, table):
     out = repair(problem, table, rtol=RTOL)
-    comps = problem.comparisons()
+    blocks = problem.blocks()
     assert repair_holds(problem, out.table).all()
-    assert holds(comparison_levels(problem, out.table, comps), comps, problem.shape).all()
+    assert holds(comparison_levels(problem, out.table, blocks), budgets(blocks), problem.shape).all()
     assert exact_holds(problem, out.table).all()
     return out
 

@@ -165,8 +165,8 @@ def lp_certificate(runner, tmp_path) -> Path:
 
 
 def test_reference_certify_export_round_trip(runner, lp_certificate):
-    from diffpriv._reference import solve_lp
-    from diffpriv.certify import Certificate
+    from diffpriv.certification import Certificate
+    from diffpriv.solvers._lp import solve_lp
 
     out = lp_certificate.parent
     summary = json.loads((out / "summary.json").read_text())
@@ -301,12 +301,12 @@ def test_unreadable_certificate_exits_2(runner, tmp_path, text, expected):
 
 def test_verify_raising_is_one_line_not_a_traceback(runner, lp_certificate, monkeypatch):
     """Should ``verify`` raise on a certificate the CLI found well-formed: exit 2, one line."""
-    import diffpriv.certify
+    import diffpriv.certification
 
     def boom(*args, **kwargs):
         raise OverflowError("int too large to convert to float")
 
-    monkeypatch.setattr(diffpriv.certify, "verify", boom)
+    monkeypatch.setattr(diffpriv.certification, "verify", boom)
     for args in (["certify"], ["export", "--format", "json"]):
         line = _error_line(runner.invoke(app, [args[0], str(lp_certificate), *args[1:]]))
         assert line == (f"{lp_certificate}: certificate: cannot be checked "
@@ -315,12 +315,12 @@ def test_verify_raising_is_one_line_not_a_traceback(runner, lp_certificate, monk
 
 
 def test_plot_that_cannot_be_drawn_exits_2(runner, tmp_path, lp_certificate, monkeypatch):
-    import diffpriv._plot
+    import diffpriv.io._plot
 
     def singular(*args, **kwargs):
         raise np.linalg.LinAlgError("Singular matrix")
 
-    monkeypatch.setattr(diffpriv._plot, "plot_certificate", singular)
+    monkeypatch.setattr(diffpriv.io._plot, "plot_certificate", singular)
     target = tmp_path / "p.png"
     line = _error_line(runner.invoke(app, ["plot", str(lp_certificate), "--out", str(target)]))
     assert line.startswith(f"{lp_certificate}: cannot be drawn (LinAlgError: Singular matrix)")
@@ -345,7 +345,7 @@ def test_missing_option_is_one_line(runner, tmp_path):
 
 
 def test_atomic_open_leaves_the_target_or_nothing(tmp_path, monkeypatch):
-    from diffpriv._io import atomic_open, atomic_write
+    from diffpriv.io._files import atomic_open, atomic_write
 
     path = atomic_write(tmp_path / "new" / "f.txt", "first")  # creates the folder
     with pytest.raises(RuntimeError), atomic_open(path) as f:
@@ -360,7 +360,7 @@ def test_atomic_open_leaves_the_target_or_nothing(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("mask", [0o022, 0o027, 0o077])
 def test_atomic_write_gives_the_permissions_of_a_new_file(tmp_path, mask):
-    from diffpriv._io import atomic_write
+    from diffpriv.io._files import atomic_write
 
     old = os.umask(mask)
     try:
@@ -371,7 +371,7 @@ def test_atomic_write_gives_the_permissions_of_a_new_file(tmp_path, mask):
 
 
 def test_umask_is_read_with_and_without_proc(monkeypatch):
-    from diffpriv import _io
+    from diffpriv.io import _files as _io
 
     def no_proc(*args, **kwargs):
         raise OSError("no /proc")
@@ -387,8 +387,8 @@ def test_umask_is_read_with_and_without_proc(monkeypatch):
 
 
 def test_jsonable_stores_floats_as_certificates_do():
-    from diffpriv._export import jsonable
-    from diffpriv.certify._summary import json_number
+    from diffpriv.certification._summary import json_number
+    from diffpriv.io._export import jsonable
 
     data = {"a": (np.float64(np.inf), 1.5, -math.inf, math.nan, 2, None, "s"), "b": [np.float64(0.1)]}
     assert jsonable(data) == {"a": ["inf", 1.5, "-inf", "nan", 2, None, "s"], "b": [0.1]}
@@ -408,7 +408,7 @@ def test_reference_runs_shipped_configs(runner, name):
 
 
 def test_progress_bar_only_on_a_terminal_stderr(capsys, monkeypatch):
-    from diffpriv._progress import progress_bar as _progress_bar
+    from diffpriv.solvers._progress import progress_bar as _progress_bar
 
     for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(var, raising=False)
@@ -424,11 +424,11 @@ def test_progress_bar_only_on_a_terminal_stderr(capsys, monkeypatch):
 
 
 def test_optimize_end_to_end(runner, tmp_path, monkeypatch):
-    from diffpriv._reference import solve_lp
+    from diffpriv.solvers._lp import solve_lp
 
     for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(var, raising=False)
-    from diffpriv.certify import Certificate, verify
+    from diffpriv.certification import Certificate, verify
 
     options = "seed = 5\nsteps = 100000\nperiod = 250\nomega = 0.3\nchunk = 2\npolish = true\n"
     config = _config(tmp_path, BASE_TOML + "\n[optimizer]\n" + options)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from diffpriv import DistP, ExtendedDP, LocalDP
-from diffpriv._config import ConfigError, config_from_dict, load_config
+from diffpriv.config._config import ConfigError, config_from_dict, load_config
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 

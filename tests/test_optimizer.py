@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import diffpriv as dp
-from diffpriv import _optimizer
-from diffpriv._known import (
+from diffpriv.certification import certify, verify
+from diffpriv.problems._known import (
     bernoulli_flip_alpha,
     bernoulli_two_profile_problem,
     k_rr_loss,
@@ -14,8 +14,8 @@ from diffpriv._known import (
     random_problem,
     randomized_response,
 )
-from diffpriv._reference import solve_lp
-from diffpriv.certify import certify, verify
+from diffpriv.solvers import _optimizer
+from diffpriv.solvers._lp import solve_lp
 
 
 @pytest.mark.parametrize(("k", "eps"), [(2, 0.5), (3, 1.0), (5, 2.0)])

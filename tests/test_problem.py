@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import diffpriv as dp
-from diffpriv._problem import Comparisons
-from diffpriv._problem_io import problem_from_dict, problem_hash, problem_to_dict
+from diffpriv.problems._json import problem_from_dict, problem_hash, problem_to_dict
+from diffpriv.problems._problem import Comparisons
 
 SpecError = dp.SpecError
 

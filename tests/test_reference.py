@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from diffpriv._known import (
+from diffpriv.problems._known import (
     bernoulli_flip_alpha,
     bernoulli_two_profile_problem,
     k_rr_loss,
@@ -17,8 +17,8 @@ from diffpriv._known import (
     random_problem,
     randomized_response,
 )
-from diffpriv._problem import DistP, Domain, ExtendedDP, LocalDP, Problem
-from diffpriv._reference import ReferenceSolveError, solve_lp
+from diffpriv.problems._problem import DistP, Domain, ExtendedDP, LocalDP, Problem
+from diffpriv.solvers._lp import ReferenceSolveError, solve_lp
 
 # -- plain numpy checks, independent of the solver ----------------------------------------------
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import diffpriv as dp
-from diffpriv._config import load_config
-from diffpriv._known import random_problem
-from diffpriv.certify import certify, verify
+from diffpriv.certification import certify, verify
+from diffpriv.config._config import load_config
+from diffpriv.problems._known import random_problem
 
 pytestmark = pytest.mark.slow
 

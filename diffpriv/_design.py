@@ -1,0 +1,87 @@
+"""``design``: optimize, then certify, in one call — what the CLI, the experiments and the
+benchmarks run."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from diffpriv.certification import Certificate, certify
+from diffpriv.problems._problem import Problem
+from diffpriv.solvers._optimizer import OptimizeResult, Optimizer
+from diffpriv.solvers._progress import progress_bar
+
+__all__ = ["Design", "InfeasibleError", "design"]
+
+
+class InfeasibleError(ValueError):
+    """The optimizer's certified lower bound proves that no table meets the constraints."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Design:
+    """An optimized and certified mechanism.
+
+    Attributes:
+      result: the optimizer's :class:`~diffpriv.OptimizeResult` (its table, lower bound, status).
+      certificate: the :class:`~diffpriv.Certificate` of the (possibly repaired) table.
+      seconds: ``{"optimize": …, "certify": …}`` wall times.
+    """
+
+    result: OptimizeResult
+    certificate: Certificate
+    seconds: dict[str, float]
+
+    @property
+    def table(self):
+        """The certified table ``[n_profiles, n_in, n_out]``."""
+        return self.certificate.table
+
+    @property
+    def gap(self) -> float:
+        """Certified relative gap ``(certified loss − lower bound) / |lower bound|`` (the
+        absolute gap when the bound is 0): how far the deployed table can be from optimal."""
+        lb = self.result.lower_bound
+        return (self.certificate.loss - lb) / (abs(lb) if lb != 0 else 1.0)
+
+
+def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progress: bool = False,
+           init=None, meta: dict[str, Any] | None = None, **options) -> Design:
+    """Optimizes ``problem`` and certifies the table (repairing it if needed).
+
+    Args:
+      problem: the problem.
+      seed, steps, progress, init, **options: as for :func:`diffpriv.optimize`.
+      meta: JSON-ready information recorded in the certificate (the optimizer's settings and
+        results are added under ``"optimizer"``).
+
+    Raises:
+      InfeasibleError: the certified lower bound proves the constraints cannot all hold.
+      diffpriv.certification.RepairError: a repair is needed and impossible.
+
+    Example:
+      >>> import numpy as np, diffpriv as dp
+      >>> X = dp.Domain(("a", "b", "c"))
+      >>> problem = dp.Problem(X, X, 1 - np.eye(3), np.ones(3) / 3,
+      ...                      constraints=(dp.LocalDP(epsilon=1.0),))
+      >>> d = dp.design(problem)
+      >>> d.certificate.ok, d.result.status, d.gap <= 1e-4
+      (True, 'converged', True)
+    """
+    if steps is not None:
+        options["steps"] = steps
+    with progress_bar(progress) as report:
+        result = Optimizer(**options)(problem, seed=seed, init=init, progress=report)
+    if result.infeasible:
+        raise InfeasibleError(
+            f"the constraints cannot all hold: the optimizer's certified lower bound "
+            f"{result.lower_bound:.6g} exceeds the largest loss any table can have")
+    info = {"steps": int(result.steps), "seed": int(result.seed), "status": result.status,
+            "seconds": float(result.seconds), "objective": float(result.objective),
+            "lower_bound": float(result.lower_bound), "max_violation": float(result.max_violation),
+            "options": result.options}
+    start = time.perf_counter()
+    cert = certify(problem, result.table, seed=seed, meta={**(meta or {}), "optimizer": info})
+    return Design(result, cert, {"optimize": float(result.seconds),
+                                 "certify": time.perf_counter() - start})

@@ -1,0 +1,207 @@
+"""Certificates: a table with every claim about it, and the data to re-check the claims.
+
+:func:`certify` takes a problem and a table (typically an optimizer's output), cleans the table,
+repairs it if a budget is violated (:mod:`._repair`), and records the final table, the repair
+``(t, ν)``, the loss, and each constraint's budget, certified level, margin and witness, with the
+whole problem in JSON form, its hash and the software versions. :func:`._verify.verify`
+re-checks a certificate from scratch, trusting none of its numbers.
+
+The problem is stored as ``problem_to_dict(problem)`` and every number in the certificate is
+computed on ``problem_from_dict`` of that dict — exactly the problem a verifier rebuilds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diffpriv.certification._repair import Repair
+from diffpriv.certification._repair import repair as repair_table
+from diffpriv.certification._safety import sanitize_table
+from diffpriv.certification._summary import ConstraintLevel, constraint_levels, json_number
+from diffpriv.io._files import atomic_write
+from diffpriv.problems._json import problem_from_dict, problem_hash, problem_to_dict
+from diffpriv.problems._problem import Problem
+
+__all__ = ["FORMAT", "Certificate", "certify", "versions"]
+
+FORMAT = "diffpriv-certificate/1"
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python, numpy and diffpriv (``"unknown"`` if diffpriv is not installed)."""
+    try:
+        ours = metadata.version("diffpriv")
+    except metadata.PackageNotFoundError:
+        ours = "unknown"
+    return {"python": platform.python_version(), "numpy": np.__version__, "diffpriv": ours}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Certificate:
+    """A certified mechanism table.
+
+    Attributes:
+      problem: the problem as ``problem_to_dict`` (JSON-ready).
+      problem_hash: ``problem_hash(problem_from_dict(problem))``.
+      table: ``[n_profiles, n_in, n_out]`` the certified (possibly repaired) table.
+      repair_t: mixing weight ``t`` of the repair ``(1 − t)·A + t·𝟙νᵀ`` (0: none).
+      repair_nu: ``[n_out]`` the mixing distribution ``ν``, ``None`` when ``t = 0``.
+      repair_strategy: how ``ν`` was chosen: ``"none"``, ``"violation"`` or ``"uniform"``.
+      objective: the problem's objective, ``"expected"`` or ``"worst"``.
+      loss: the objective's value for ``table``.
+      expected_loss: ``U(A) = Σ π[s,x] A[s,x,y] L[x,y]``.
+      worst_loss: largest expected loss of a row with positive prior.
+      constraints: one :class:`ConstraintLevel` per constraint.
+      ok: every constraint holds with the float64 safety margin.
+      versions: Python, numpy and diffpriv versions.
+      seed: the seed of the run that produced the table, if any.
+      meta: free JSON-ready information (optimizer settings, timings, …).
+      format: the certificate format tag.
+    """
+
+    problem: dict[str, Any]
+    problem_hash: str
+    table: np.ndarray
+    repair_t: float
+    repair_nu: np.ndarray | None
+    repair_strategy: str
+    objective: str
+    loss: float
+    expected_loss: float
+    worst_loss: float
+    constraints: tuple[ConstraintLevel, ...]
+    ok: bool
+    versions: dict[str, str]
+    seed: int | None = None
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    format: str = FORMAT
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (floats survive a JSON round trip exactly)."""
+        return {
+            "format": self.format,
+            "ok": bool(self.ok),
+            "problem_hash": self.problem_hash,
+            "objective": self.objective,
+            "loss": json_number(self.loss),
+            "expected_loss": json_number(self.expected_loss),
+            "worst_loss": json_number(self.worst_loss),
+            "constraints": [c.to_dict() for c in self.constraints],
+            "repair": {
+                "t": float(self.repair_t),
+                "nu": None if self.repair_nu is None else np.asarray(self.repair_nu).tolist(),
+                "strategy": self.repair_strategy,
+            },
+            "versions": dict(self.versions),
+            "seed": self.seed,
+            "meta": self.meta,
+            "problem": self.problem,
+            "table": np.asarray(self.table).tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Certificate:
+        """Reads :meth:`to_dict`'s form back. Checks nothing: use :func:`verify` for that."""
+        rep = d["repair"]
+        return cls(
+            problem=d["problem"],
+            problem_hash=d["problem_hash"],
+            table=np.asarray(d["table"], dtype=np.float64),
+            repair_t=float(rep["t"]),
+            repair_nu=None if rep["nu"] is None else np.asarray(rep["nu"], dtype=np.float64),
+            repair_strategy=rep["strategy"],
+            objective=d["objective"],
+            loss=float(d["loss"]),
+            expected_loss=float(d["expected_loss"]),
+            worst_loss=float(d["worst_loss"]),
+            constraints=tuple(ConstraintLevel.from_dict(c) for c in d["constraints"]),
+            ok=bool(d["ok"]),
+            versions=dict(d["versions"]),
+            seed=d.get("seed"),
+            meta=dict(d.get("meta") or {}),
+            format=d["format"],
+        )
+
+    def to_json(self) -> str:
+        """The certificate as a JSON string (strict JSON: no NaN or Infinity literals)."""
+        return json.dumps(self.to_dict(), allow_nan=False)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Writes the JSON atomically: a temporary file in the same folder, then ``os.replace``.
+
+        The file gets the permissions of any newly created file, ``0o666 & ~umask``; missing
+        parent folders are created. On any error the target is left as it was and the
+        temporary file is removed (:func:`diffpriv.io._files.atomic_open`).
+        """
+        text = self.to_json()  # serialise first: a failure here touches no file
+        return atomic_write(path, text)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Certificate:
+        """Reads a saved certificate (no checking: use :func:`verify`)."""
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def certify(
+    problem: Problem,
+    table: np.ndarray,
+    *,
+    seed: int | None = None,
+    meta: dict[str, Any] | None = None,
+    repair: bool = True,
+) -> Certificate:
+    """Certifies ``table`` for ``problem``, repairing it first if a budget is violated.
+
+    Args:
+      problem: the problem.
+      table: ``[n_profiles, n_in, n_out]`` row-stochastic table (tiny negatives and row-sum
+        rounding are cleaned; mass outside the support is an error).
+      seed: seed of the run that produced the table, recorded as is.
+      meta: JSON-ready free information, recorded as is.
+      repair: mix with a data-independent ``ν`` when needed (:func:`repair`); without it a
+        violating table gets a certificate with ``ok = False``.
+
+    Returns:
+      A :class:`Certificate`; ``ok`` says whether every constraint holds.
+
+    Raises:
+      TableError: the table is malformed.
+      RepairError: a repair is needed and impossible.
+      TypeError, ValueError: ``meta`` is not strict JSON (an object, a NaN).
+    """
+    meta = dict(meta or {})
+    json.dumps(meta, allow_nan=False)
+    spec = problem_to_dict(problem)
+    problem = problem_from_dict(spec)  # exactly what a verifier rebuilds
+    if repair:
+        fixed = repair_table(problem, table)
+    else:
+        fixed = Repair(sanitize_table(problem, table), 0.0, None, "none")
+    # A C-ordered copy, as a verifier reads it back from JSON: float sums depend on memory layout.
+    fixed = dataclasses.replace(fixed, table=np.ascontiguousarray(fixed.table, dtype=np.float64))
+    levels = constraint_levels(problem, fixed.table)
+    return Certificate(
+        problem=spec,
+        problem_hash=problem_hash(problem),
+        table=fixed.table,
+        repair_t=float(fixed.t),
+        repair_nu=fixed.nu,
+        repair_strategy=fixed.strategy,
+        objective=problem.objective,
+        loss=problem.objective_value(fixed.table),
+        expected_loss=problem.expected_loss(fixed.table),
+        worst_loss=problem.worst_loss(fixed.table),
+        constraints=levels,
+        ok=all(c.ok for c in levels),
+        versions=versions(),
+        seed=seed,
+        meta=meta,
+    )

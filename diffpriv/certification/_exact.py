@@ -1,0 +1,151 @@
+"""Exact budget check in rational arithmetic (``fractions`` and ``decimal``, no float rounding).
+
+The certified mechanism is the stored table with each row divided by its exact sum, applied to
+the stored items divided by their exact sums (see :mod:`._safety`). Every float64 number is a
+dyadic rational, so ``Fraction(x)`` is exact and so are the laws
+
+    ``P_k = Σ_x (wa[k, x] / Σ wa[k]) · A[sa[k], x] / Σ_y A[sa[k], x, y]``  (and ``Q_k``)
+
+for a mixture block, and ``P_k = A[s_k, a_k] / Σ_y A[s_k, a_k, y]`` (and ``Q_k`` with ``b_k``)
+for a pair block.
+
+The only irrational quantity is ``e^ε``. :func:`exp_lower` gives a rational ``c ≤ e^ε``:
+the exponent is rounded down to ``digits`` significant digits (``ROUND_FLOOR``), ``Decimal.exp``
+is correctly rounded (half-even) at that precision, and two ulps are subtracted; the result
+is raised to 1 if below (``e^x ≥ 1`` for ``x ≥ 0``, so equal laws pass at any budget). With ``c``:
+
+* pure: ``P[y] ≤ c·Q[y]`` and ``Q[y] ≤ c·P[y]`` for every ``y`` implies the exact level is
+  ``≤ ε``. A ratio within ``~10^-digits`` below ``e^ε`` fails: ties count as failures.
+* approximate: ``Σ_y max(0, P − c·Q)`` is an upper bound of the exact hockey-stick
+  (``c`` only shrinks what is subtracted); it must be ``≤ δ`` in both directions.
+
+Every exponent is the constraint's float64 ``ε``; for a scaled pair block (extended DP) it is
+the exact product ``ε · d(x, x')`` of the two float64 numbers, not the rounded ``block.eps``.
+"""
+
+from __future__ import annotations
+
+import decimal
+from fractions import Fraction
+
+import numpy as np
+
+from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock
+from diffpriv.problems._problem import Problem
+
+__all__ = ["exp_lower", "exact_holds", "DIGITS"]
+
+DIGITS = 60
+"""Significant decimal digits used for ``e^ε`` (at least 50)."""
+
+_EXPONENT_CAP = Fraction(10_000)
+"""Exponents are capped here: ``e^10000 ≈ 10^4343`` already exceeds every ratio of two positive
+laws built from float64 numbers (``< 10^700``), so the cap changes no decision (and ``e^cap`` is
+still a lower bound of ``e^x``)."""
+
+
+def exp_lower(x: Fraction, digits: int = DIGITS) -> Fraction:
+    """A rational lower bound of ``e^x`` for ``x ≥ 0``, within ``~3·10^(1−digits)`` relative.
+
+    Never below 1 (``x = 0`` gives exactly 1).
+    """
+    if x == 0:
+        return Fraction(1)
+    ctx = decimal.Context(prec=digits, rounding=decimal.ROUND_FLOOR, Emax=decimal.MAX_EMAX,
+                          Emin=decimal.MIN_EMIN)
+    x_low = ctx.divide(decimal.Decimal(x.numerator), decimal.Decimal(x.denominator))
+    e = ctx.exp(x_low)  # correctly rounded: |e − exp(x_low)| ≤ ½ ulp
+    return max(Fraction(1), Fraction(ctx.next_minus(ctx.next_minus(e))))
+
+
+class _ExactRows:
+    """Exactly normalised rows ``A[s, x] / Σ_y A[s, x, y]`` as Fractions, built on demand."""
+
+    def __init__(self, table: np.ndarray):
+        self.table = table
+        self.cache: dict[tuple[int, int], list[Fraction]] = {}
+
+    def __call__(self, s: int, x: int) -> list[Fraction]:
+        if (s, x) not in self.cache:
+            row = [Fraction(float(v)) for v in self.table[s, x]]
+            total = sum(row, Fraction(0))
+            if total <= 0:
+                raise ValueError(f"table: row ({s}, {x}) has no mass")
+            self.cache[(s, x)] = [v / total for v in row]
+        return self.cache[(s, x)]
+
+    def law(self, s: int, w: np.ndarray) -> list[Fraction]:
+        """``Σ_x (w[x] / Σ w) · row(s, x)`` exactly, a list of ``n_out`` Fractions."""
+        used = [(int(x), Fraction(float(w[x]))) for x in np.flatnonzero(w > 0)]
+        total = sum((wx for _, wx in used), Fraction(0))
+        out = [Fraction(0)] * self.table.shape[-1]
+        for x, wx in used:
+            coef = wx / total
+            out = [o + coef * v for o, v in zip(out, self(s, x), strict=True)]
+        return out
+
+
+def _exponent(problem: Problem, block: Block, k: int) -> Fraction:
+    """The exact exponent of comparison ``k`` of ``block``: the constraint's ``ε``, times the
+    distance ``d(a_k, b_k)`` for a scaled pair block (both float64, so the product is exact)."""
+    eps = Fraction(float(problem.constraints[block.constraint].epsilon))
+    if isinstance(block, PairBlock) and block.scaled:
+        return eps * Fraction(float(block.scale[k]))
+    return eps
+
+
+def _one_way_delta(P: list[Fraction], Q: list[Fraction], c: Fraction) -> Fraction:
+    return sum((max(Fraction(0), p - c * q) for p, q in zip(P, Q, strict=True)), Fraction(0))
+
+
+def _laws(rows: _ExactRows, block: Block, k: int) -> tuple[list[Fraction], list[Fraction]] | None:
+    """The exact laws of comparison ``k`` of ``block``; ``None`` when the two are the same law
+    (the same row, or the same weights on the same profile)."""
+    if isinstance(block, PairBlock):
+        s, a, b = int(block.s[k]), int(block.a[k]), int(block.b[k])
+        return None if a == b else (rows(s, a), rows(s, b))
+    if not isinstance(block, MixtureBlock):
+        raise TypeError(f"the certifier does not know blocks of type {type(block).__name__}")
+    sa, sb = int(block.sa[k]), int(block.sb[k])
+    if sa == sb and np.array_equal(block.wa[k], block.wb[k]):
+        return None
+    return rows.law(sa, block.wa[k]), rows.law(sb, block.wb[k])
+
+
+def exact_holds(problem: Problem, table: np.ndarray, digits: int = DIGITS) -> np.ndarray:
+    """``[K]`` bool: comparison ``k`` provably meets its budget, in exact arithmetic.
+
+    Args:
+      problem: the problem (``K`` comparisons in ``problem.blocks()``, numbered block by block).
+      table: ``[n_profiles, n_in, n_out]`` non-negative float64 table, every row with mass.
+      digits: decimal precision of the ``e^ε`` lower bound (``≥ 50``).
+
+    Returns:
+      ``[K]`` bool, ``True`` where the exactly normalised mechanism satisfies the comparison's
+      budget (pure: every ratio ``≤`` a lower bound of ``e^ε``; approximate: an upper bound of
+      the hockey-stick ``≤ δ``, both directions). A comparison of the same weights on the same
+      profile holds outright (its two laws are the same).
+    """
+    if digits < 50:
+        raise ValueError(f"digits: need at least 50, got {digits}")
+    table = np.asarray(table, dtype=np.float64)
+    rows = _ExactRows(table)
+    out = []
+    bounds: dict[Fraction, Fraction] = {}
+    for block in problem.blocks():
+        delta = Fraction(float(block.delta))
+        for k in range(block.size):
+            laws = _laws(rows, block, k)
+            if laws is None:  # the same law on both sides: every level is exactly 0
+                out.append(True)
+                continue
+            P, Q = laws
+            x = min(_exponent(problem, block, k), _EXPONENT_CAP)
+            if x not in bounds:
+                bounds[x] = exp_lower(x, digits)
+            c = bounds[x]
+            if delta == 0:
+                out.append(all(p <= c * q and q <= c * p for p, q in zip(P, Q, strict=True)))
+            else:
+                out.append(max(_one_way_delta(P, Q, c), _one_way_delta(Q, P, c)) <= delta)
+    return np.array(out, dtype=bool)

@@ -1,0 +1,168 @@
+"""Exact privacy levels of pairs of output laws (float64, vectorised over comparisons).
+
+All functions take laws ``P``, ``Q`` of shape ``[..., n_out]`` (``[K, n_out]`` for ``K``
+comparisons) and reduce the last axis. Nothing is smoothed: these are the quantities the
+certificate states.
+
+* Pure level: ``max_y |ln P[y] − ln Q[y]|``; an output with exactly one side 0 gives ``+∞``,
+  outputs with both sides 0 are ignored. ``(ε, 0)``-DistP holds iff the level is ``≤ ε``.
+* Hockey-stick: ``H_ε(P‖Q) = Σ_y max(0, P[y] − e^ε Q[y]) = max_{R⊆Y} P(R) − e^ε Q(R)``, the
+  least δ with ``P(R) ≤ e^ε Q(R) + δ`` for every output set ``R`` — the seeds' approximate max
+  divergence condition ``D∞^δ(P‖Q) ≤ ε``. :func:`delta_level` takes both directions.
+* Tight ε for a given δ: the least ``ε ≥ 0`` with ``delta_level(P, Q, ε) ≤ δ``
+  (:func:`tight_epsilon`), found exactly from the sorted likelihood ratios.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from diffpriv.certification._laws import identical_rows, output_laws, underflow_risk
+from diffpriv.problems._blocks import Block, budgets
+from diffpriv.problems._problem import Problem
+
+__all__ = [
+    "pure_level",
+    "hockey_stick",
+    "delta_level",
+    "tight_epsilon",
+    "ComparisonLevels",
+    "comparison_levels",
+]
+
+
+def pure_level(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    """``max_y |ln P[y] − ln Q[y]|`` over the last axis; ``[..., n] -> [...]``.
+
+    A ``y`` with exactly one of ``P[y]``, ``Q[y]`` equal to 0 gives ``+∞``; a ``y`` with both 0
+    is ignored (an all-zero pair has level 0).
+    """
+    P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
+    both = (P > 0) & (Q > 0)
+    gap = np.abs(np.log(np.where(both, P, 1.0)) - np.log(np.where(both, Q, 1.0)))
+    gap = np.where((P > 0) != (Q > 0), np.inf, gap)
+    return gap.max(axis=-1, initial=0.0)
+
+
+def hockey_stick(P: np.ndarray, Q: np.ndarray, eps) -> np.ndarray:
+    """One direction: ``Σ_y max(0, P[y] − e^ε Q[y])``; ``eps`` broadcasts against ``[...]``.
+
+    ``e^ε Q[y]`` is taken as 0 where ``Q[y] = 0`` (also when ``e^ε`` overflows).
+    """
+    P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf · 0 is masked below
+        c = np.exp(np.asarray(eps, np.float64))[..., None]
+        scaled = np.where(Q > 0, c * Q, 0.0)
+    return np.maximum(P - scaled, 0.0).sum(axis=-1)
+
+
+def delta_level(P: np.ndarray, Q: np.ndarray, eps) -> np.ndarray:
+    """The tight δ at ``ε``: ``max(H_ε(P‖Q), H_ε(Q‖P))``; ``[..., n] -> [...]``."""
+    return np.maximum(hockey_stick(P, Q, eps), hockey_stick(Q, P, eps))
+
+
+def _tight_one_way(P: np.ndarray, Q: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Least ``c ≥ 0`` with ``D(c) = Σ_y max(0, P − cQ) ≤ δ``, for ``[K, n]`` laws.
+
+    ``D`` is non-increasing, convex and piecewise linear in ``c`` with breakpoints at the
+    likelihood ratios ``r_y = P_y / Q_y``. Sort them decreasingly; at ``c = r_i`` the active
+    outputs are those ranked before ``i``, so ``D(r_i) = M + SP_i − r_i SQ_i`` with exclusive
+    prefix sums ``SP``, ``SQ`` and ``M`` the mass of ``P`` where ``Q = 0`` (never removable).
+    If ``M > δ`` no ``c`` works (``+∞``). Otherwise let ``i`` be the first breakpoint with
+    ``D(r_i) > δ``; the answer lies on the segment left of it, where ``D`` is linear:
+    ``c = (M + SP_i − δ) / SQ_i``.
+    """
+    K, n = P.shape
+    finite = Q > 0
+    mass_inf = np.where(finite, 0.0, P).sum(axis=1)
+    with np.errstate(over="ignore"):
+        ratio = np.where(finite, P / np.where(finite, Q, 1.0), 0.0)
+    order = np.argsort(-ratio, axis=1, kind="stable")
+    r = np.take_along_axis(ratio, order, axis=1)
+    p = np.take_along_axis(np.where(finite, P, 0.0), order, axis=1)
+    q = np.take_along_axis(np.where(finite, Q, 0.0), order, axis=1)
+    zero = np.zeros((K, 1))
+    sp = np.concatenate([zero, np.cumsum(p, axis=1)], axis=1)  # [K, n+1], sp[:, i] = Σ_{j<i}
+    sq = np.concatenate([zero, np.cumsum(q, axis=1)], axis=1)
+    with np.errstate(invalid="ignore"):
+        active_q = np.where(sq[:, :n] > 0, r * sq[:, :n], 0.0)
+    d_at = mass_inf[:, None] + sp[:, :n] - active_q  # D(r_i), non-decreasing in i
+    above = d_at > delta[:, None]
+    first = np.where(above.any(axis=1), np.argmax(above, axis=1), n)
+    rows = np.arange(K)
+    sp_i, sq_i = sp[rows, first], sq[rows, first]
+    c = (mass_inf + sp_i - delta) / np.where(sq_i > 0, sq_i, 1.0)
+    c = np.where(sq_i > 0, c, 0.0)
+    return np.where(mass_inf > delta, np.inf, c)
+
+
+def tight_epsilon(P: np.ndarray, Q: np.ndarray, delta) -> np.ndarray:
+    """Least ``ε ≥ 0`` with ``delta_level(P, Q, ε) ≤ δ``; ``[K, n] -> [K]``.
+
+    Exact at the breakpoints (up to float64 rounding): the hockey-stick is linear in ``e^ε``
+    between consecutive likelihood ratios, so the crossing is solved, not bisected. ``δ = 0``
+    gives the pure level; ``+∞`` when mass on outputs the other law never emits exceeds δ.
+    """
+    P, Q = np.atleast_2d(np.asarray(P, np.float64)), np.atleast_2d(np.asarray(Q, np.float64))
+    delta = np.broadcast_to(np.asarray(delta, np.float64), P.shape[:1])
+    c = np.maximum(_tight_one_way(P, Q, delta), _tight_one_way(Q, P, delta))
+    return np.log(np.maximum(c, 1.0))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ComparisonLevels:
+    """Every level of every comparison of a table (``K`` comparisons, ``n_out`` outputs).
+
+    Attributes:
+      P: ``[K, n_out]`` output law of the first side.
+      Q: ``[K, n_out]`` output law of the second side.
+      pure: ``[K]`` pure level ``max_y |ln P − ln Q|``.
+      delta: ``[K]`` tight δ at the comparison's ε, ``max(H_ε(P‖Q), H_ε(Q‖P))``.
+      eps_at_delta: ``[K]`` least ε with ``delta_level ≤ δ_k`` (the pure level when ``δ_k = 0``).
+      identical: ``[K]`` ``P = Q`` exactly (the same weights on equal rows, or every row
+        entering the comparison is the same vector): every level is exactly 0.
+      underflow: ``[K]`` a dense law entry is too close to underflow for float64 bounds.
+    """
+
+    P: np.ndarray
+    Q: np.ndarray
+    pure: np.ndarray
+    delta: np.ndarray
+    eps_at_delta: np.ndarray
+    identical: np.ndarray
+    underflow: np.ndarray
+
+
+def comparison_levels(
+    problem: Problem, table: np.ndarray, blocks: tuple[Block, ...] | None = None
+) -> ComparisonLevels:
+    """Computes :class:`ComparisonLevels` for ``table`` (shape ``problem.shape``).
+
+    ``blocks`` defaults to ``problem.blocks()``; the ``K`` comparisons are numbered block by
+    block, in block order (as :func:`diffpriv.problems._blocks.budgets` numbers them).
+
+    Where :func:`._laws.identical_rows` proves ``P_k = Q_k`` exactly, the levels are set to
+    exactly 0 and ``Q_k`` to ``P_k`` (float rounding could otherwise tell the two apart).
+    """
+    table = np.asarray(table, dtype=np.float64)
+    blocks = problem.blocks() if blocks is None else tuple(blocks)
+    bud = budgets(blocks)
+    P, Q = output_laws(table, blocks)
+    identical = identical_rows(table, blocks)
+    Q[identical] = P[identical]
+    pure = np.where(identical, 0.0, pure_level(P, Q))
+    approx = bud.delta > 0
+    eps_at_delta = pure.copy()
+    if approx.any():
+        eps_at_delta[approx] = tight_epsilon(P[approx], Q[approx], bud.delta[approx])
+    return ComparisonLevels(
+        P=P,
+        Q=Q,
+        pure=pure,
+        delta=np.where(identical, 0.0, delta_level(P, Q, bud.eps)),
+        eps_at_delta=np.where(identical, 0.0, eps_at_delta),
+        identical=identical,
+        underflow=underflow_risk(table, blocks, P, Q),
+    )

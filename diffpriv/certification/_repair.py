@@ -1,0 +1,203 @@
+"""Repair by mixing with a data-independent output distribution.
+
+``A' = (1 − t)·A + t·𝟙νᵀ``: every row is mixed with the same ``ν ∈ Δ(Y)``, so each output law
+becomes ``P' = (1 − t)·P + t·ν`` (the lifted weights are normalised). Every level here is jointly
+quasi-convex and 0 at ``(ν, ν)``, so it never increases with ``t`` and vanishes at ``t = 1``
+(all rows equal ``ν``): bisection on ``t`` is sound, and ``U(A')`` is linear in ``t``.
+
+Choice of ``ν`` (DESIGN.md §3): proportional to the **violation mass** summed over the
+violated comparisons, ``v[y] = Σ_k max(0, P_k − e^ε Q_k)[y] + max(0, Q_k − e^ε P_k)[y]``
+(at the repair target ``ε − 2·margin`` for pure budgets). Outputs with no violation get no
+mass, so their ratios stay as they were; an output where exactly one side is 0 (an infinite
+ratio) has ``v[y] > 0`` and gets mass. This is **repeated**: each round but the last mixes half
+of what the current ``ν`` needs, and the violation mass left after it (where that ``ν`` was too
+thin) is the next ``ν``; the answer blends all rounds' ``ν`` by their mixing weights. ``ν`` is
+restricted to the outputs every row may use (``problem.support_mask()``). The uniform ``ν`` on
+those outputs is the fallback and a competitor: of the candidates, each at its least ``t``, the
+one with the lowest objective wins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from diffpriv.certification._levels import ComparisonLevels, comparison_levels, delta_level, pure_level
+from diffpriv.certification._safety import REPAIR_FACTOR, holds, pure_bound, sanitize_table
+from diffpriv.problems._blocks import Budgets, budgets
+from diffpriv.problems._problem import Problem
+
+__all__ = ["Repair", "RepairError", "mix", "repair", "repair_holds"]
+
+
+class RepairError(ValueError):
+    """No data-independent mixing can repair the table (no output allowed in every row)."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Repair:
+    """A repaired table.
+
+    Attributes:
+      table: ``[n_profiles, n_in, n_out]`` the repaired table ``(1 − t)·A + t·𝟙νᵀ``.
+      t: mixing weight in ``[0, 1]`` (0: the table already held).
+      nu: ``[n_out]`` the mixing distribution (``None`` when ``t = 0``).
+      strategy: ``"none"``, ``"violation"`` or ``"uniform"``.
+    """
+
+    table: np.ndarray
+    t: float
+    nu: np.ndarray | None
+    strategy: str
+
+
+def mix(table: np.ndarray, t: float, nu: np.ndarray) -> np.ndarray:
+    """``(1 − t)·A + t·𝟙νᵀ`` for a ``[n_profiles, n_in, n_out]`` table and ``ν`` of ``[n_out]``."""
+    table = np.asarray(table, dtype=np.float64)
+    return (1.0 - t) * table + t * np.asarray(nu, dtype=np.float64)
+
+
+def repair_holds(problem: Problem, table: np.ndarray) -> np.ndarray:
+    """``[K]`` bool: each comparison holds with the repair target (twice the safety margin)."""
+    blocks = problem.blocks()
+    return holds(comparison_levels(problem, table, blocks), budgets(blocks), problem.shape,
+                 REPAIR_FACTOR)
+
+
+class _Mixer:
+    """Levels of ``P' = (1 − t)P + t·ν`` from fixed laws ``P``, ``Q``, without rebuilding tables."""
+
+    def __init__(self, problem: Problem, budgets: Budgets, P, Q, identical):
+        self.problem, self.budgets, self.shape = problem, budgets, problem.shape
+        self.P, self.Q, self.identical = P, Q, identical
+
+    def laws(self, t: float, nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # The laws lift normalised weights (see ._laws), so mixing adds exactly t·ν to each.
+        return (1.0 - t) * self.P + t * nu, (1.0 - t) * self.Q + t * nu
+
+    def shifted(self, t: float, nu: np.ndarray) -> _Mixer:
+        """The mixer of the laws after mixing with ``ν`` at weight ``t``."""
+        return _Mixer(self.problem, self.budgets, *self.laws(t, nu), self.identical)
+
+    def ok(self, t: float, nu: np.ndarray) -> np.ndarray:
+        if t >= 1.0:  # every row is ν: identical rows
+            return np.ones(self.budgets.size, dtype=bool)
+        P, Q = self.laws(t, nu)
+        none = np.zeros(self.budgets.size, dtype=bool)
+        lv = ComparisonLevels(P, Q, pure_level(P, Q), delta_level(P, Q, self.budgets.eps),
+                              none, self.identical, none)
+        return holds(lv, self.budgets, self.shape, REPAIR_FACTOR)
+
+    def least_t(self, nu: np.ndarray, rtol: float) -> float:
+        """Least ``t`` (to relative ``rtol``) with every comparison holding; ``hi`` always holds."""
+        if self.ok(0.0, nu).all():
+            return 0.0
+        lo, hi = 0.0, 1.0
+        for _ in range(200):  # t below 2^-200 is not worth resolving
+            if hi - lo <= rtol * hi:
+                break
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if self.ok(mid, nu).all() else (mid, hi)
+        return hi
+
+    def violation(self) -> np.ndarray:
+        """``[n_out]`` violation mass of the comparisons that fail, at the repair target."""
+        c = self.budgets
+        target = np.where(c.delta == 0, pure_bound(c.eps, *self.shape[1:], REPAIR_FACTOR), c.eps)
+        P, Q = self.P, self.Q
+        with np.errstate(over="ignore", invalid="ignore"):  # inf · 0 is masked
+            e = np.exp(target)[:, None]
+            v = (np.maximum(P - np.where(Q > 0, e * Q, 0.0), 0.0)
+                 + np.maximum(Q - np.where(P > 0, e * P, 0.0), 0.0))
+        return v[~self.ok(0.0, np.zeros(P.shape[1]))].sum(axis=0)
+
+
+def _normalise(v: np.ndarray) -> np.ndarray | None:
+    total = v.sum()
+    return v / total if total > 0 else None
+
+
+def _violation_nu(mixer: _Mixer, common: np.ndarray, rtol: float, rounds: int) -> np.ndarray | None:
+    """``ν ∝`` violation mass, refined over ``rounds`` (see the module docstring).
+
+    Each round but the last mixes half of what the current ``ν`` would need, then takes the
+    violation mass left over as the next ``ν``; the last round mixes fully. The answer is the
+    blend of all rounds' ``ν`` with their mixing weights.
+    """
+    nu = _normalise(mixer.violation() * common)
+    mass = np.zeros(common.size)
+    for r in range(rounds):
+        if nu is None:
+            break
+        t = mixer.least_t(nu, rtol)
+        t = t if r == rounds - 1 else 0.5 * t
+        mass = (1.0 - t) * mass + t * nu
+        mixer = mixer.shifted(t, nu)
+        nu = _normalise(mixer.violation() * common)
+    return _normalise(mass)
+
+
+def repair(
+    problem: Problem,
+    table: np.ndarray,
+    *,
+    strategy: str = "best",
+    rtol: float = 1e-6,
+    rounds: int = 4,
+) -> Repair:
+    """Least mixing ``A' = (1 − t)·A + t·𝟙νᵀ`` that makes every constraint hold.
+
+    Args:
+      problem: the problem.
+      table: ``[n_profiles, n_in, n_out]`` row-stochastic table (sanitised first: tiny negatives
+        clipped, rows renormalised; see :func:`sanitize_table`).
+      strategy: ``"violation"`` (ν ∝ violation mass, the uniform ν if there is none on the
+        common support), ``"uniform"``, or ``"best"``: both, keeping the lower objective.
+      rtol: relative tolerance of the bisection on ``t``: ``t·(1 − rtol)`` fails.
+      rounds: refinement rounds of the violation-mass ``ν``.
+
+    Returns:
+      A :class:`Repair`; ``t = 0`` if the table already holds with the repair margin.
+
+    Raises:
+      TableError: the table is malformed.
+      RepairError: a repair is needed but no output is allowed in every row.
+    """
+    if strategy not in ("best", "violation", "uniform"):
+        raise ValueError(f"strategy: expected 'best', 'violation' or 'uniform', got {strategy!r}")
+    A = sanitize_table(problem, table)
+    blocks = problem.blocks()
+    bud = budgets(blocks)
+    levels = comparison_levels(problem, A, blocks)
+    if holds(levels, bud, problem.shape, REPAIR_FACTOR).all():
+        return Repair(A, 0.0, None, "none")
+    common = problem.support_mask().all(axis=(0, 1))
+    if not common.any():
+        raise RepairError("repair: the table violates a budget and no output is allowed in every "
+                          "row (support mask), so no data-independent mixing exists")
+    mixer = _Mixer(problem, bud, levels.P, levels.Q, levels.identical)
+    candidates = {}
+    if strategy != "uniform":
+        nu = _violation_nu(mixer, common, rtol, rounds)
+        if nu is not None:
+            candidates["violation"] = nu
+    if strategy != "violation" or not candidates:
+        candidates["uniform"] = common / common.sum()
+    best = None
+    for name, nu in candidates.items():
+        out = _confirm(problem, A, mixer.least_t(nu, rtol), nu, rtol)
+        key = (problem.objective_value(out.table), out.t)
+        if best is None or key < best[0]:
+            best = (key, dataclasses.replace(out, strategy=name))
+    return best[1]
+
+
+def _confirm(problem: Problem, A: np.ndarray, t: float, nu: np.ndarray, rtol: float) -> Repair:
+    """Rebuilds the mixed table and re-checks it in full; raises ``t`` until it holds."""
+    step = max(t * rtol, 1e-15)
+    while True:
+        out = mix(A, t, nu)
+        if t >= 1.0 or repair_holds(problem, out).all():
+            return Repair(out, t, nu, "")
+        t, step = min(1.0, t + step), 2.0 * step

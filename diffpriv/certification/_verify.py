@@ -1,0 +1,202 @@
+"""Re-checking a certificate from scratch, trusting none of its numbers.
+
+:func:`verify` first checks the certificate's format (:func:`._schema.check_certificate`:
+every key present, of the right type and shape), rebuilds the problem from the stored dict,
+recomputes its hash, validates the table (shape, finiteness, non-negativity, row sums within
+``16·n_out·u`` of 1, support), recomputes every level, witness and loss with the same float64
+code as :func:`certify`, and compares each stored claim with the recomputation (relative
+tolerance ``1e-9``, absolute ``1e-15``). It fails if a claim disagrees, if a recomputed level
+exceeds its budget minus the safety margin (:mod:`._safety`), or — with ``exact=True`` — if
+exact rational arithmetic cannot prove a budget (:mod:`._exact`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diffpriv.certification._certificate import Certificate
+from diffpriv.certification._exact import exact_holds
+from diffpriv.certification._levels import comparison_levels
+from diffpriv.certification._safety import table_problems
+from diffpriv.certification._schema import CertificateFormatError, CheckedCertificate, check_certificate
+from diffpriv.certification._summary import ConstraintLevel, summarize
+from diffpriv.problems._blocks import budgets
+from diffpriv.problems._json import problem_hash
+from diffpriv.problems._problem import Problem
+
+__all__ = ["VerifyReport", "verify", "RTOL", "ATOL"]
+
+RTOL = 1e-9
+"""Relative tolerance between a stored number and its recomputation."""
+ATOL = 1e-15
+"""Absolute tolerance between a stored number and its recomputation (for values near 0)."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class VerifyReport:
+    """Outcome of :func:`verify`.
+
+    Attributes:
+      ok: no failure.
+      failures: one readable line per failed check.
+      levels: the recomputed :class:`ConstraintLevel` of every constraint (empty when the
+        problem or the table could not be read).
+      exact: whether the exact check ran.
+    """
+
+    ok: bool
+    failures: list[str]
+    levels: tuple[ConstraintLevel, ...] = ()
+    exact: bool = False
+
+
+def _close(stored: Any, value: float) -> bool:
+    try:
+        s = float(stored)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    if math.isnan(s) or math.isnan(value):
+        return False
+    if math.isinf(s) or math.isinf(value):
+        return s == value
+    return abs(s - value) <= RTOL * max(abs(s), abs(value)) + ATOL
+
+
+def _load(obj: Certificate | Mapping | str | os.PathLike) -> dict[str, Any]:
+    if isinstance(obj, Certificate):
+        return json.loads(obj.to_json())
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    return json.loads(Path(obj).read_text(encoding="utf-8"))
+
+
+def _check_constraint(stored: Any, c: ConstraintLevel) -> list[str]:
+    """Claims about one constraint that disagree with the recomputation ``c``."""
+    where = f"constraints[{c.index}] ({c.name!r})"
+    if not isinstance(stored, Mapping):
+        return [f"{where}: missing or malformed"]
+    out = []
+    for key in ("kind", "name", "ok", "worst", "n_comparisons", "n_failed"):
+        if stored.get(key) != getattr(c, key):
+            out.append(f"{where}.{key}: stored {stored.get(key)!r}, recomputed {getattr(c, key)!r}")
+    for key in ("epsilon", "delta", "level", "margin", "epsilon_at_delta"):
+        value = getattr(c, key)
+        if value is None:
+            if stored.get(key) is not None:
+                out.append(f"{where}.{key}: stored {stored.get(key)!r}, expected null")
+        elif not _close(stored.get(key), value):
+            out.append(f"{where}.{key}: stored {stored.get(key)!r}, recomputed {value!r}")
+    witness, ref = stored.get("witness"), c.witness
+    if ref is None or not isinstance(witness, Mapping):
+        if witness != ref:
+            out.append(f"{where}.witness: does not match the recomputation")
+        return out
+    if witness.get("pair") != ref["pair"]:
+        out.append(f"{where}.witness.pair: stored {witness.get('pair')!r}, "
+                   f"recomputed {ref['pair']!r}")
+    for side in ("P", "Q"):
+        got = np.asarray(witness.get(side, []), dtype=np.float64).ravel()
+        want = np.asarray(ref[side])
+        if got.shape != want.shape or not np.allclose(got, want, rtol=RTOL, atol=ATOL):
+            out.append(f"{where}.witness.{side}: does not match the recomputed output law")
+    return out
+
+
+def _check_repair(d: Mapping, problem: Problem, table: np.ndarray) -> list[str]:
+    """The stored repair must be a weight in [0, 1] and a ν the table can contain."""
+    rep = d.get("repair")
+    if not isinstance(rep, Mapping):
+        return ["repair: missing"]
+    t, nu = float(rep.get("t", math.nan)), rep.get("nu")
+    if not 0.0 <= t <= 1.0:
+        return [f"repair.t: {t!r} is not in [0, 1]"]
+    if t == 0.0:
+        return [] if nu is None else ["repair.nu: given although t = 0"]
+    nu = np.asarray(nu, dtype=np.float64)
+    common = problem.support_mask().all(axis=(0, 1))
+    if nu.shape != common.shape or np.any(nu < 0) or abs(nu.sum() - 1.0) > 1e-12:
+        return ["repair.nu: not a distribution over the outputs"]
+    if np.any((nu > 0) & ~common):
+        return ["repair.nu: puts mass on an output some row may not use"]
+    if np.any(table < t * nu * (1.0 - 1e-12)):
+        return ["repair: the table is not of the form (1 − t)·A + t·ν (an entry is below t·ν[y])"]
+    return []
+
+
+def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = False) -> VerifyReport:
+    """Re-checks a certificate from scratch.
+
+    Args:
+      obj: a :class:`Certificate`, its ``to_dict()`` form, or the path of a saved one.
+      exact: also prove every budget in exact rational arithmetic (slower; the gold standard
+        for deployed tables).
+
+    Returns:
+      A :class:`VerifyReport`; ``ok`` is True iff every check passed. A certificate that does
+      not hold what the format says (a key missing, of the wrong type or shape) fails with the
+      one line of :class:`._schema.CertificateFormatError`. Never raises.
+    """
+    try:
+        d = _load(obj)
+    except (OSError, ValueError, TypeError, RecursionError) as e:
+        return VerifyReport(False, [f"certificate: cannot be read ({type(e).__name__}: {e})"])
+    try:
+        return _verify(check_certificate(d), exact)
+    except CertificateFormatError as e:  # the format's one line, naming the field
+        return VerifyReport(False, [str(e)], (), exact)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError,
+            RecursionError, MemoryError) as e:
+        return VerifyReport(False, [f"certificate: malformed ({type(e).__name__}: {e})"], (), exact)
+
+
+def _verify(checked: CheckedCertificate, exact: bool) -> VerifyReport:
+    d, problem, table = checked  # format, keys, types and shapes checked
+    fail: list[str] = []
+    if problem_hash(problem) != d.get("problem_hash"):
+        fail.append("problem_hash: does not match the stored problem")
+    bad = table_problems(problem, table)
+    if bad:
+        return VerifyReport(False, fail + bad, (), exact)
+
+    blocks = problem.blocks()
+    levels = summarize(problem, blocks, comparison_levels(problem, table, blocks))
+    stored = d.get("constraints")
+    if not isinstance(stored, list) or len(stored) != len(levels):
+        fail.append(f"constraints: expected {len(levels)} entries")
+    else:
+        for s, c in zip(stored, levels, strict=True):
+            fail += _check_constraint(s, c)
+    if d.get("objective") != problem.objective:
+        fail.append(f"objective: stored {d.get('objective')!r}, problem says {problem.objective!r}")
+    for key, value in (("loss", problem.objective_value(table)),
+                       ("expected_loss", problem.expected_loss(table)),
+                       ("worst_loss", problem.worst_loss(table))):
+        if not _close(d.get(key), value):
+            fail.append(f"{key}: stored {d.get(key)!r}, recomputed {value!r}")
+    fail += _check_repair(d, problem, table)
+
+    all_ok = all(c.ok for c in levels)
+    if d.get("ok") is not all_ok:
+        fail.append(f"ok: stored {d.get('ok')!r}, recomputed {all_ok}")
+    for c in levels:
+        if not c.ok:
+            fail.append(f"constraints[{c.index}] ({c.name!r}): {c.n_failed} of {c.n_comparisons} "
+                        "comparisons exceed the budget minus the safety margin "
+                        f"(level {c.level!r})")
+    if exact:
+        proven = exact_holds(problem, table)
+        constraint = budgets(blocks).constraint
+        for c in levels:
+            n = int((~proven[constraint == c.index]).sum())
+            if n:
+                fail.append(f"constraints[{c.index}] ({c.name!r}): {n} of {c.n_comparisons} "
+                            "comparisons are not proven by exact arithmetic")
+    return VerifyReport(not fail, fail, levels, exact)

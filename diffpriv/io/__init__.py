@@ -1,0 +1,1 @@
+"""Files: atomic writes, bounded reads, table export and plots (internal helpers)."""

@@ -1,0 +1,85 @@
+"""Writing a mechanism table for deployment (csv, npz, json), and JSON summaries.
+
+Every file is written atomically (:func:`diffpriv.io._files.atomic_open`), so a reader never sees a
+half-written file. numpy only.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from diffpriv.certification._summary import json_number
+from diffpriv.io._files import atomic_open, atomic_write
+from diffpriv.problems._problem import Problem
+
+__all__ = ["FORMATS", "jsonable", "write_json", "write_table"]
+
+Format = Literal["csv", "npz", "json"]
+FORMATS: tuple[Format, ...] = ("csv", "npz", "json")
+
+
+def jsonable(data: Any) -> Any:
+    """``data`` with every float as the certificate stores it (:func:`json_number`): finite
+    floats as numbers, non-finite ones as the strings ``"inf"``, ``"-inf"``, ``"nan"``
+    (strict JSON has no such numbers). Tuples become lists."""
+    if isinstance(data, dict):
+        return {k: jsonable(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [jsonable(v) for v in data]
+    if isinstance(data, float):
+        return json_number(data)
+    return data
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    """Writes ``data`` as indented strict JSON (see :func:`jsonable`), atomically."""
+    text = json.dumps(jsonable(data), indent=2, allow_nan=False, ensure_ascii=False)
+    atomic_write(path, text + "\n")
+
+
+def _labels(problem: Problem) -> dict[str, list[str]]:
+    return {
+        "profiles": list(problem.profiles),
+        "inputs": list(problem.inputs.labels),
+        "outputs": list(problem.outputs.labels),
+    }
+
+
+def write_table(problem: Problem, table: np.ndarray, fmt: Format, path: str | Path) -> Path:
+    """Writes the ``[n_profiles, n_in, n_out]`` table ``A[s, x, y]`` with its labels.
+
+    * ``csv``: long format, one row per entry: ``profile,input,output,probability``
+      (probabilities printed with 17 significant digits, so the float64 table is exact).
+    * ``npz``: arrays ``table``, ``profiles``, ``inputs``, ``outputs`` (and ``input_coords``,
+      ``output_coords`` where the domains have coordinates).
+    * ``json``: ``{"profiles", "inputs", "outputs", "table"}`` with ``table`` nested lists.
+    """
+    table = np.asarray(table, dtype=np.float64)
+    if table.shape != problem.shape:
+        raise ValueError(f"table: shape {table.shape}, expected {problem.shape}")
+    labels = _labels(problem)
+    path = Path(path)
+    if fmt == "csv":
+        with atomic_open(path) as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["profile", "input", "output", "probability"])
+            for (s, x, y), p in np.ndenumerate(table):
+                w.writerow([problem.profiles[s], problem.inputs.labels[x],
+                            problem.outputs.labels[y], repr(float(p))])
+    elif fmt == "npz":
+        arrays = {k: np.asarray(v) for k, v in labels.items()}
+        for name, dom in (("input_coords", problem.inputs), ("output_coords", problem.outputs)):
+            if dom.coords is not None:
+                arrays[name] = dom.coords
+        with atomic_open(path, "wb") as f:
+            np.savez_compressed(f, table=table, **arrays)
+    elif fmt == "json":
+        write_json(path, {**labels, "table": table.tolist()})
+    else:
+        raise ValueError(f"format: must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    return path

@@ -1,0 +1,278 @@
+"""The problem specification: domains, loss, profiles, protected items and constraints.
+
+Everything here is plain numpy data, validated on construction, so that the JAX optimizer,
+the LP reference and the numpy certifier all read the same problem. Nothing in this module
+imports JAX: the certifier depends on it.
+
+Shapes used throughout:
+
+* ``loss``: ``[n_in, n_out]`` — ``L[x, y]``, the utility loss of reporting ``y`` for ``x``.
+* ``prior``: ``[n_profiles, n_in]`` — ``π[s, x]``, joint weights, summing to 1.
+* ``support``: ``[n_profiles, n_in, n_out]`` boolean — where the table may put mass.
+* an item's ``dist``: ``[n_in]`` — a distribution ``λ`` over inputs, for one profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Literal
+
+import numpy as np
+
+from diffpriv.problems._blocks import Block
+from diffpriv.problems._checks import (
+    SpecError,
+    _check_labels,
+    _float_array,
+    _integer,
+    check_distribution,
+)
+from diffpriv.problems._constraints import FAMILIES, DistP, ExtendedDP, LocalDP
+
+__all__ = [
+    "SpecError",
+    "Domain",
+    "Item",
+    "DistP",
+    "LocalDP",
+    "ExtendedDP",
+    "Constraint",
+    "Problem",
+]
+
+
+
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Domain:
+    """A finite domain: unique labels and, optionally, coordinates ``[n, d]`` for each point."""
+
+    labels: tuple[str, ...]
+    coords: np.ndarray | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "labels", _check_labels("domain.labels", self.labels))
+        if self.coords is not None:
+            c = _float_array("domain.coords", self.coords)
+            if c.ndim == 1:
+                c = c[:, None]
+            if c.ndim != 2 or c.shape[0] != len(self.labels):
+                raise SpecError(
+                    f"domain.coords: shape {c.shape} does not match {len(self.labels)} labels"
+                )
+            if not np.all(np.isfinite(c)):
+                raise SpecError("domain.coords: has a NaN or infinite entry")
+            object.__setattr__(self, "coords", c)
+
+    @property
+    def size(self) -> int:
+        """The number of points, ``len(labels)``."""
+        return len(self.labels)
+
+    def index(self, label: str, field: str) -> int:
+        """The position of ``label``; a SpecError naming ``field`` if there is none."""
+        try:
+            return self.labels.index(str(label))
+        except ValueError:
+            raise SpecError(f"{field}: unknown label {label!r}") from None
+
+    @staticmethod
+    def grid(rows: int, cols: int, cell: float = 1.0) -> Domain:
+        """A ``rows × cols`` grid of square cells; coordinates are the cell centres."""
+        if rows < 1 or cols < 1:
+            raise SpecError(f"domain.grid: needs rows, cols >= 1, got {rows}x{cols}")
+        r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+        coords = np.stack([(c.ravel() + 0.5) * cell, (r.ravel() + 0.5) * cell], axis=1)
+        labels = tuple(f"r{i}c{j}" for i, j in zip(r.ravel(), c.ravel(), strict=True))
+        return Domain(labels, coords)
+
+    def distances(self, other: Domain) -> np.ndarray:
+        """Euclidean distances ``[n_self, n_other]`` between coordinates."""
+        if self.coords is None or other.coords is None:
+            raise SpecError("loss: euclidean needs coordinates for both domains")
+        if self.coords.shape[1] != other.coords.shape[1]:
+            raise SpecError("loss: input and output coordinates have different dimensions")
+        diff = self.coords[:, None, :] - other.coords[None, :, :]
+        return np.sqrt(np.sum(diff * diff, axis=-1))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Item:
+    """A protected item: a distribution ``dist`` over inputs, held by users of ``profile``."""
+
+    name: str
+    dist: np.ndarray
+    profile: int = 0
+
+
+Constraint = DistP | LocalDP | ExtendedDP
+
+
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Problem:
+    """An obfuscation design problem on finite domains.
+
+    Args:
+      inputs: the input domain ``X``.
+      outputs: the output domain ``Y``.
+      loss: ``[n_in, n_out]`` non-negative utility loss ``L[x, y]``.
+      prior: ``[n_profiles, n_in]`` joint weights ``π[s, x]`` summing to 1.
+      items: protected items (distributions over inputs, each with its profile).
+      constraints: the privacy constraints.
+      profiles: profile names (auxiliary inputs); one profile ``"all"`` when not needed.
+      support: optional ``[n_profiles, n_in, n_out]`` boolean mask of allowed outputs.
+      input_metric: ``[n_in, n_in]`` metric for extended DP (Euclidean on coordinates if absent).
+      objective: ``"expected"`` minimises ``U(A)``; ``"worst"`` minimises the largest expected
+        loss of a row ``max_{(s,x): π[s,x]>0} Σ_y A[s,x,y] L[x,y]``.
+    """
+
+    inputs: Domain
+    outputs: Domain
+    loss: np.ndarray
+    prior: np.ndarray
+    items: tuple[Item, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    profiles: tuple[str, ...] = ("all",)
+    support: np.ndarray | None = None
+    input_metric: np.ndarray | None = None
+    objective: Literal["expected", "worst"] = "expected"
+
+    def __post_init__(self):
+        nx, ny = self.inputs.size, self.outputs.size
+        object.__setattr__(self, "profiles", _check_labels("profiles", self.profiles))
+        if self.objective not in ("expected", "worst"):
+            raise SpecError(f"objective: must be 'expected' or 'worst', got {self.objective!r}")
+        ns = len(self.profiles)
+
+        loss = _float_array("loss", self.loss)
+        if loss.shape != (nx, ny):
+            raise SpecError(f"loss: shape {loss.shape}, expected ({nx}, {ny}) = (inputs, outputs)")
+        if not np.all(np.isfinite(loss)):
+            raise SpecError("loss: has a NaN or infinite entry")
+        if np.any(loss < 0):
+            raise SpecError(f"loss: has a negative entry {loss.min():g}")
+        object.__setattr__(self, "loss", loss)
+
+        prior = _float_array("prior", self.prior)
+        if prior.ndim == 1:
+            prior = prior[None, :]
+        if prior.shape != (ns, nx):
+            raise SpecError(f"prior: shape {prior.shape}, expected ({ns}, {nx}) = (profiles, inputs)")
+        object.__setattr__(self, "prior", check_distribution("prior", prior.ravel()).reshape(ns, nx))
+
+        items = []
+        names: set[str] = set()
+        for i, item in enumerate(self.items):
+            field = f"items[{i}]"
+            if not isinstance(item, Item):
+                raise SpecError(f"{field}: expected an Item, got {type(item).__name__}")
+            if not isinstance(item.name, str):
+                raise SpecError(f"{field}.name: expected a string, got {item.name!r}")
+            if item.name in names:
+                raise SpecError(f"{field}.name: duplicate item name {item.name!r}")
+            names.add(item.name)
+            profile = _integer(f"{field}.profile", item.profile)
+            if not 0 <= profile < ns:
+                raise SpecError(f"{field}.profile: index {profile} out of range for {ns} profiles")
+            dist = check_distribution(f"items.{item.name}.distribution", item.dist, nx)
+            items.append(Item(item.name, dist, profile))
+        object.__setattr__(self, "items", tuple(items))
+
+        if self.support is not None:
+            try:
+                sup = np.asarray(self.support, dtype=bool)
+            except (TypeError, ValueError) as e:
+                raise SpecError(f"support: expected a boolean array ({e})") from None
+            if sup.shape == (nx, ny):  # one mask for every profile
+                sup = np.broadcast_to(sup, (ns, nx, ny)).copy()
+            if sup.shape != (ns, nx, ny):
+                raise SpecError(f"support: shape {sup.shape}, expected ({ns}, {nx}, {ny})")
+            empty = np.argwhere(~sup.any(axis=-1))
+            if empty.size:
+                s, x = empty[0]
+                raise SpecError(f"support: input {self.inputs.labels[x]!r} of profile "
+                                f"{self.profiles[s]!r} has no allowed output")
+            object.__setattr__(self, "support", sup)
+
+        if self.input_metric is not None:
+            d = _float_array("input_metric", self.input_metric)
+            if d.shape != (nx, nx):
+                raise SpecError(f"input_metric: shape {d.shape}, expected ({nx}, {nx})")
+            if not np.all(np.isfinite(d)) or np.any(d < 0):
+                raise SpecError("input_metric: must be finite and non-negative")
+            if np.any(np.diag(d) != 0):
+                x = int(np.flatnonzero(np.diag(d))[0])
+                raise SpecError(f"input_metric: must have a zero diagonal, d[{x}, {x}] = {d[x, x]:g}")
+            if np.any(d != d.T):
+                x, x2 = np.argwhere(d != d.T)[0]
+                raise SpecError(f"input_metric: must be symmetric, d[{x}, {x2}] = {d[x, x2]:g} "
+                                f"but d[{x2}, {x}] = {d[x2, x]:g}")
+            object.__setattr__(self, "input_metric", d)
+
+        object.__setattr__(
+            self, "constraints", tuple(self._check_constraint(i, c) for i, c in enumerate(self.constraints))
+        )
+
+    # -- validation -------------------------------------------------------------------------
+
+    def _check_constraint(self, i: int, c) -> Constraint:
+        field = f"constraints[{i}]"
+        if type(c) not in FAMILIES.values():
+            raise SpecError(f"{field}.kind: unknown constraint {type(c).__name__} "
+                            f"(known kinds: {', '.join(FAMILIES)})")
+        return c.check(self, field)
+
+    # -- derived quantities -----------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(n_profiles, n_in, n_out)``: the shape of a mechanism table."""
+        return len(self.profiles), self.inputs.size, self.outputs.size
+
+    def metric(self) -> np.ndarray:
+        """The input metric ``d(x, x')`` used by extended DP."""
+        if self.input_metric is not None:
+            return self.input_metric
+        return self.inputs.distances(self.inputs)
+
+    def support_mask(self) -> np.ndarray:
+        """``[n_profiles, n_in, n_out]`` boolean mask (all True without a support)."""
+        if self.support is None:
+            return np.ones(self.shape, dtype=bool)
+        return self.support
+
+    def expected_loss(self, table: np.ndarray) -> float:
+        """``U(A) = Σ_{s,x,y} π[s,x] A[s,x,y] L[x,y]`` in float64."""
+        return float(np.einsum("sx,sxy,xy->", self.prior, np.asarray(table, np.float64), self.loss))
+
+    def worst_loss(self, table: np.ndarray) -> float:
+        """``max_{(s,x): π[s,x]>0} Σ_y A[s,x,y] L[x,y]`` in float64."""
+        rows = np.einsum("sxy,xy->sx", np.asarray(table, np.float64), self.loss)
+        return float(rows[self.prior > 0].max())
+
+    def objective_value(self, table: np.ndarray) -> float:
+        """The value of this problem's objective for ``table``."""
+        if self.objective == "worst":
+            return self.worst_loss(table)
+        return self.expected_loss(table)
+
+    def pair_distances(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``[K]`` input distances ``d(a_k, b_k)`` (the input metric, else Euclidean), without
+        building the ``[n_in, n_in]`` matrix."""
+        if self.input_metric is not None:
+            return self.input_metric[a, b]
+        diff = self.inputs.coords[a] - self.inputs.coords[b]
+        return np.sqrt(np.sum(diff * diff, axis=-1))
+
+    def blocks(self) -> tuple[Block, ...]:
+        """Every constraint expanded into typed comparison blocks (:mod:`._blocks`), in
+        constraint order. Built once per problem and cached; their arrays are read-only."""
+        return self._blocks
+
+    @functools.cached_property
+    def _blocks(self) -> tuple[Block, ...]:
+        return tuple(b for i, c in enumerate(self.constraints) for b in c.blocks(self, i))

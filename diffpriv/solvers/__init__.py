@@ -1,0 +1,28 @@
+"""Solvers: the first-order optimizer (JAX, loaded on first use) and the exact LP reference.
+
+* :func:`lp` — the exact optimum of a linear design problem (scipy's HiGHS), the yardstick.
+* :class:`Optimizer`, :func:`optimize`, :func:`solve_batch` — restarted mirror PDHG on softmax
+  logits (and the augmented-Lagrangian baseline), with a certified lower bound.
+"""
+
+from diffpriv.solvers._lp import ReferenceResult, ReferenceSolveError
+from diffpriv.solvers._lp import solve_lp as lp
+
+_LAZY = {
+    "Optimizer": "diffpriv.solvers._optimizer",
+    "OptimizeResult": "diffpriv.solvers._optimizer",
+    "optimize": "diffpriv.solvers._optimizer",
+    "solve_batch": "diffpriv.solvers._optimizer",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'diffpriv.solvers' has no attribute {name!r}")
+
+
+__all__ = ["OptimizeResult", "Optimizer", "ReferenceResult", "ReferenceSolveError", "lp", "optimize",
+           "solve_batch"]

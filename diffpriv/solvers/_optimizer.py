@@ -1,0 +1,314 @@
+"""The optimizer: configuration, result, and the one-call wrapper.
+
+``Optimizer(...)`` is configuration (static); calling it on a :class:`~diffpriv.Problem`
+returns an :class:`OptimizeResult`. ``optimize(problem, **options)`` does both.
+
+The default method is restarted mirror PDHG on the softmax logits (:mod:`diffpriv.solvers._pdhg`),
+which solves every constraint of this release (all linear in the table) to high accuracy, and
+whose dual iterates certify a lower bound on the optimum, hence the result's own optimality gap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from diffpriv.problems._problem import Problem
+from diffpriv.solvers import (
+    _pdhg,
+    _x64,  # noqa: F401  (float64 before any array is made)
+)
+from diffpriv.solvers._al import solve_al
+from diffpriv.solvers._linear import (
+    LinearData,
+    linear_data,
+    lower_bound,
+    operator,
+    sparse_matrix,
+    tighten,
+)
+from diffpriv.solvers._options import Options
+from diffpriv.solvers._polish import polish, violation
+from diffpriv.solvers._progress import progress_bar
+
+__all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch"]
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizeResult:
+    """What the optimizer found.
+
+    Attributes:
+      table: ``[n_profiles, n_in, n_out]`` float64 row-stochastic table (not yet certified).
+      objective: the problem's objective for ``table``.
+      lower_bound: a certified lower bound on the optimal objective (weak duality).
+      gap: ``(objective − lower_bound) / max(|lower_bound|, tiny)``; meaningful once the table
+        is certified (a repair can only raise the objective by a little).
+      max_violation: the largest constraint violation of ``table`` in the solver's units
+        (ℓ1-normalised rows of G; ≤ 0 means feasible).
+      steps: steps taken.
+      seconds: wall time, compilation included.
+      seed: the seed used.
+      status: ``"converged"`` (the relative gap and the violation reached ``gap_tol`` and
+        ``viol_tol``), ``"step limit"``, ``"infeasible"`` (the lower bound exceeds the largest
+        objective any table can have, which proves by weak duality that no table meets the
+        constraints) or ``"diverged"``.
+      history: per-period traces, ``{"kkt": [...], "lower_bound": [...], "gap": [...]}``.
+      options: the optimizer's settings.
+      state: the solver's final state (PDHG: logits and multipliers, before polishing), so that
+        ``optimize(..., init=result)`` continues where this run stopped.
+    """
+
+    table: np.ndarray
+    objective: float
+    lower_bound: float
+    gap: float
+    max_violation: float
+    steps: int
+    seconds: float
+    seed: int
+    status: str
+    history: dict[str, np.ndarray]
+    options: dict
+    state: object = None
+
+    @property
+    def converged(self) -> bool:
+        """Whether the stopping rule was met before the step limit."""
+        return self.status == "converged"
+
+    @property
+    def infeasible(self) -> bool:
+        """Whether the lower bound proves that no table meets the constraints."""
+        return self.status == "infeasible"
+
+    @property
+    def mechanism(self):
+        """The table as a :class:`~diffpriv.Mechanism` (logits ``log A``, zeros masked out)."""
+        from diffpriv.mechanisms._mechanism import Mechanism
+
+        return Mechanism.from_table(self.table)
+
+
+@dataclasses.dataclass(frozen=True)
+class Optimizer(Options):
+    """Restarted mirror PDHG on softmax logits (``method="pdhg"``, the default), or the augmented
+    Lagrangian with Adam (``method="al"``, ``steps`` split into phases of ``period`` steps each
+    followed by a multiplier update). The settings are those of
+    :class:`diffpriv.solvers._options.Options` (one declaration, which the config reads too).
+
+    PDHG stops on the device once the restart iterate's relative gap to its certified lower
+    bound is at most ``gap_tol`` and its violation at most ``viol_tol`` (or infeasibility is
+    proven, or an iterate is not finite), else after ``steps``.
+    """
+
+    def __call__(self, problem: Problem, *, seed: int = 0, init=None,
+                 progress: Callable[[int, int, float], None] | None = None) -> OptimizeResult:
+        """Optimizes ``problem``; ``progress(done, total, gap)`` is called between chunks.
+
+        ``init`` warm-starts PDHG: from an :class:`OptimizeResult` of a problem of the same
+        shape (its primal and dual state: the run continues, e.g. at a neighbouring budget), or
+        from a :class:`~diffpriv.Mechanism` or a table (primal only).
+        """
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+            raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+        start = time.perf_counter()
+        worst = problem.objective == "worst"
+        true_data = linear_data(problem)
+        data = tighten(true_data)
+        if self.method == "al":
+            if init is not None:
+                raise ValueError("init: warm starts need method 'pdhg'")
+            return self._run_al(problem, data, true_data, seed, start)
+        steps = _steps_jit(data, true_data, worst, self.omega)
+        state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter)
+        if isinstance(init, OptimizeResult) and isinstance(init.state, _pdhg.PDHGState):
+            if init.state.theta.shape != state.theta.shape or init.state.u.shape != state.u.shape:
+                raise ValueError("init: the result is of a problem of another shape")
+            state = init.state._replace(best_lb=state.best_lb)
+        elif init is not None:
+            state = state._replace(theta=_initial_logits(problem, data, init))
+        n_periods = -(-self.steps // self.period)  # ceil: at least the steps asked for
+        chunk = min(self.chunk, n_periods)  # one compilation: the limit is traced
+        done, status, traces = 0, _pdhg.RUNNING, []
+        while done < n_periods and status == _pdhg.RUNNING:
+            out = _run(data, true_data, steps, state, min(chunk, n_periods - done), chunk,
+                       self.period, worst, self.gap_tol, self.viol_tol)
+            state, k, status = out.state, int(out.periods), int(out.status)
+            traces.append((np.asarray(out.kkt[:k]), np.asarray(out.lower_bound[:k]),
+                           np.asarray(out.gap[:k])))
+            done += k
+            if progress is not None:
+                progress(done * self.period, n_periods * self.period, float(traces[-1][2][-1]))
+        status = _pdhg.STEP_LIMIT if status == _pdhg.RUNNING else status
+        if status == _pdhg.DIVERGED:
+            raise FloatingPointError("optimizer: the iterates became non-finite (diverged); "
+                                     "try a smaller optimizer.omega")
+        # The bound is valid for any multipliers; evaluate it against the real budgets.
+        lb = float(lower_bound(true_data, state.best_u, state.best_nu / steps.row_norm, worst=worst,
+                               op=steps.bound_op))
+        history = {name: np.concatenate([t[i] for t in traces])
+                   for i, name in enumerate(("kkt", "lower_bound", "gap"))}
+        result = self._result(problem, data, true_data, jnp.exp(state.theta), state.u, lb,
+                              done * self.period, start, seed, _pdhg.STATUS[status], history)
+        return dataclasses.replace(result, state=state)
+
+    def _run_al(self, problem, data, true_data, seed, start) -> OptimizeResult:
+        outer = max(1, self.steps // self.period)
+        worst = problem.objective == "worst"
+        table, mu, nu = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst)
+        lb = float(lower_bound(true_data, mu, nu, worst=worst))
+        status = "infeasible" if lb > _infeasible_above(true_data) else "step limit"
+        return self._result(problem, data, true_data, table, mu, lb, outer * self.period, start,
+                            seed, status, {})
+
+    def _result(self, problem, data, true_data, table, u, lb, steps, start, seed, status, history):
+        """Polishes ``table`` (``[R, Y]``) against the tightened budgets and packs the result."""
+        table = np.asarray(table).reshape(problem.shape)
+        table = table / table.sum(axis=-1, keepdims=True)
+        _check_finite(table)
+        g, delta = sparse_matrix(operator(data))
+        if self.polish and g.shape[0]:
+            table = polish(problem, table, g, delta, np.asarray(u))
+        obj = problem.objective_value(table)
+        g, delta = sparse_matrix(operator(true_data))
+        viol = violation(g, delta, table.reshape(-1, table.shape[-1]))
+        return OptimizeResult(
+            table=table,
+            objective=obj,
+            lower_bound=lb,
+            gap=(obj - lb) / max(abs(lb), 1e-300),
+            max_violation=float(viol.max()) if viol.size else 0.0,
+            steps=steps,
+            seconds=time.perf_counter() - start,
+            seed=seed,
+            status=status,
+            history=history,
+            options=dataclasses.asdict(self),
+        )
+
+
+def _infeasible_above(data: LinearData) -> float:
+    return float(data.largest) * (1 + 1e-9) + 1e-12
+
+
+def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
+    """Normalised logits ``[R, Y]`` of a warm start (a Mechanism or a table), on the support."""
+    from diffpriv.mechanisms._mechanism import Mechanism
+
+    if isinstance(init, OptimizeResult):
+        init = init.table
+    log_table = init.log_table() if isinstance(init, Mechanism) else jnp.log(jnp.asarray(init))
+    if log_table.shape != problem.shape:
+        raise ValueError(f"init: shape {log_table.shape}, expected {problem.shape}")
+    # Entries that are exactly zero start at a tiny probability, so PDHG can still move them.
+    logits = jnp.maximum(log_table.reshape(data.mask.shape), -50.0)
+    return _pdhg.log_normalise(logits, data.mask)
+
+
+def _objective_scale(problem: Problem) -> float:
+    if problem.objective == "worst":
+        return max(float(problem.loss.max()), 1e-300)
+    return max(float(np.einsum("sx,xy->", problem.prior, problem.loss)) / problem.outputs.size, 1e-300)
+
+
+@jax.jit(static_argnums=(2, 3))
+def _steps_jit(data, true_data, worst, omega):
+    return _pdhg.step_sizes(data, worst=worst, omega_scale=omega, bound_data=true_data)
+
+
+@jax.jit(static_argnums=(2, 3, 4))
+def _al_jit(data, key, outer, inner, worst):
+    return solve_al(data, key, outer=outer, inner=inner, worst=worst)
+
+
+@jax.jit(static_argnums=(5, 6, 7))
+def _run(data, true_data, steps, state, limit, max_periods, period, worst, gap_tol, viol_tol):
+    return _pdhg.run(data, steps, state, limit, max_periods=max_periods, period=period, worst=worst,
+                     gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data)
+
+
+def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progress: bool = False,
+             init=None, **options) -> OptimizeResult:
+    """Finds a near-optimal table for ``problem`` (one call: configure and run).
+
+    Args:
+      problem: the problem.
+      steps: maximum number of steps (default: :class:`Optimizer`'s).
+      seed: PRNG seed of the starting jitter; results are deterministic for a seed.
+      progress: show a progress bar (rich, on stderr, when it is a terminal) between chunks.
+      init: warm start, a :class:`~diffpriv.Mechanism` or a table of the problem's shape.
+      **options: other :class:`Optimizer` fields (``period``, ``omega``, ``gap_tol``, ...).
+    """
+    if steps is not None:
+        options["steps"] = steps
+    opt = Optimizer(**options)
+    with progress_bar(progress) as report:
+        return opt(problem, seed=seed, init=init, progress=report)
+
+
+def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int = 0,
+                **options) -> tuple[np.ndarray, np.ndarray]:
+    """Solves ``problem`` with every ε multiplied by each entry of ``eps_scales``, as one
+    ``vmap``-ed compiled program (a privacy–utility frontier), then polishes each table.
+
+    Runs PDHG for at most ``ceil(steps / period)`` periods; each budget stops on its own by the
+    optimizer's stopping rule (``gap_tol``, ``viol_tol``). Returns
+    ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
+    """
+    opt = Optimizer(steps=steps, **options)
+    if opt.method != "pdhg":
+        raise ValueError("optimizer.method: solve_batch runs 'pdhg' only")
+    base = linear_data(problem)
+    scales = jnp.asarray(eps_scales, dtype=base.cost.dtype)
+    true_batch = base._replace(pair_eps=scales[:, None] * base.pair_eps[None, :],
+                               mix_eps=scales[:, None] * base.mix_eps[None, :],
+                               pair_delta=jnp.broadcast_to(base.pair_delta, (len(scales),
+                                                                             *base.pair_delta.shape)),
+                               mix_delta=jnp.broadcast_to(base.mix_delta, (len(scales),
+                                                                           *base.mix_delta.shape)))
+    batch = tighten(true_batch)
+    n_periods = -(-opt.steps // opt.period)
+    tables, lbs, us = _batch(batch, true_batch, jax.random.PRNGKey(seed), n_periods, opt.period,
+                             problem.objective == "worst", opt.omega, opt.jitter, opt.gap_tol,
+                             opt.viol_tol)
+    tables = np.array(tables).reshape((len(scales), *problem.shape))
+    tables = tables / tables.sum(-1, keepdims=True)
+    _check_finite(tables)
+    if opt.polish:
+        for b in range(len(scales)):
+            one = batch._replace(pair_eps=batch.pair_eps[b], mix_eps=batch.mix_eps[b],
+                                 pair_delta=batch.pair_delta[b], mix_delta=batch.mix_delta[b])
+            g, delta = sparse_matrix(operator(one))
+            if g.shape[0]:
+                tables[b] = polish(problem, tables[b], g, delta, np.asarray(us[b]))
+    return tables, np.asarray(lbs)
+
+
+@jax.jit(static_argnums=(3, 4, 5, 6, 7))
+def _batch(batch, true_batch, key, n_periods, period, worst, omega, jitter, gap_tol, viol_tol):
+    """One compiled program for a batch of budgets (the budgets have a leading batch axis)."""
+
+    def one(data, true_data):
+        st = _pdhg.step_sizes(data, worst=worst, omega_scale=omega, bound_data=true_data)
+        state = _pdhg.init_state(data, st, key, jitter)
+        out = _pdhg.run(data, st, state, n_periods, max_periods=n_periods, period=period,
+                        worst=worst, gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data)
+        state = out.state
+        lb = lower_bound(true_data, state.best_u, state.best_nu / st.row_norm, worst=worst,
+                         op=st.bound_op)
+        return jnp.exp(state.theta), lb, state.u
+
+    axes = batch.batch_axes
+    return jax.vmap(one, in_axes=(axes, axes))(batch, true_batch)
+
+
+def _check_finite(table: np.ndarray) -> None:
+    if not np.all(np.isfinite(table)):
+        raise FloatingPointError("optimizer: the table became non-finite (diverged); "
+                                 "try a smaller optimizer.omega")

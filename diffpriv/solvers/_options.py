@@ -1,0 +1,63 @@
+"""The optimizer's settings, declared once (no JAX): the :class:`~diffpriv.Optimizer` takes them,
+and the config schema ``[optimizer]`` is derived from them field by field.
+
+Each field's metadata states its bounds (``ge``, ``gt``, ``le``) and its meaning; the pydantic
+schema of :mod:`diffpriv.config` and the checks of :meth:`Options.check` both read them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Literal
+
+__all__ = ["Options", "METHODS"]
+
+METHODS = ("pdhg", "al")
+
+
+def _f(default, doc: str, **bounds) -> Any:
+    return dataclasses.field(default=default, metadata={"doc": doc, **bounds})
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """Settings of the optimizer (see :class:`diffpriv.Optimizer`)."""
+
+    method: Literal["pdhg", "al"] = _f("pdhg", "restarted mirror PDHG, or the augmented-Lagrangian "
+                                       "baseline")
+    steps: int = _f(100_000, "maximum number of optimizer steps", ge=1, le=10**9)
+    period: int = _f(500, "steps between restarts and stopping checks", ge=1, le=10**6)
+    omega: float = _f(0.3, "primal weight, relative to the problem's natural scale", gt=0, le=1e6)
+    gap_tol: float = _f(1e-4, "stop once the relative gap (objective − certified lower bound) / "
+                        "lower bound of the restart iterate is at most this", gt=0, le=1.0)
+    viol_tol: float = _f(1e-9, "... and its largest constraint violation (normalised units) is at "
+                         "most this", gt=0, le=1.0)
+    chunk: int = _f(20, "periods per compiled call (the progress bar advances between calls)",
+                    ge=1, le=10**6)
+    jitter: float = _f(1e-3, "scale of the seeded perturbation of the uniform starting logits",
+                       ge=0, le=10.0)
+    polish: bool = _f(True, "project the final table onto its guessed active face")
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self) -> None:
+        """Raises ``ValueError`` naming ``optimizer.<field>`` for a value out of its bounds."""
+        if self.method not in METHODS:
+            raise ValueError(f"optimizer.method: must be 'pdhg' or 'al', got {self.method!r}")
+        if not isinstance(self.polish, bool):
+            raise ValueError(f"optimizer.polish: must be true or false, got {self.polish!r}")
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.type == "int" and (isinstance(v, bool) or not isinstance(v, int)):
+                raise ValueError(f"optimizer.{f.name}: must be an integer, got {v!r}")
+            if f.type == "float" and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                      or not math.isfinite(v)):
+                raise ValueError(f"optimizer.{f.name}: must be a finite number, got {v!r}")
+            m = f.metadata
+            if ("ge" in m and v < m["ge"]) or ("gt" in m and v <= m["gt"]):
+                low = f">= {m['ge']}" if "ge" in m else f"> {m['gt']}"
+                raise ValueError(f"optimizer.{f.name}: must be {low}, got {v!r}")
+            if "le" in m and v > m["le"]:
+                raise ValueError(f"optimizer.{f.name}: must be <= {m['le']:g}, got {v!r}")
