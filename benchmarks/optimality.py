@@ -1,6 +1,6 @@
 """Optimality benchmark: the certified optimizer against the exact LP optimum.
 
-Runs seeded random problems (``diffpriv.problems._known.random_problem``: |X|, |Y| ≤ 30, one to three
+Runs seeded random problems (``diffpriv.problems.random_problem``: |X|, |Y| ≤ 30, one to three
 protected pairs, ε in [0.1, 3], some with local or extended DP, some with 2–3 profiles, every
 fourth with δ = 0.02) through each optimizer method, certifies the table, and compares the
 certified loss and the reported lower bound with HiGHS's optimum (relative gaps; absolute where
@@ -25,8 +25,7 @@ import time
 import numpy as np
 
 import diffpriv as dp
-from diffpriv.certification import certify, verify
-from diffpriv.problems._known import random_problem
+from diffpriv.problems import random_problem
 
 
 def relative(value: float, reference: float) -> float:
@@ -57,15 +56,15 @@ def main() -> None:
     for seed in range(args.n):
         problem = random_problem(seed, delta=0.02 if seed % 4 == 3 else 0.0)
         t0 = time.perf_counter()
-        ref = dp.solve_lp(problem)
+        ref = dp.solvers.lp(problem)
         lp_seconds = time.perf_counter() - t0
         row = {"seed": seed, "shape": problem.shape, "family": family(problem), "lp": ref.value,
                "lp_seconds": lp_seconds}
         for m in methods:
             opts = {} if args.steps is None else {"steps": args.steps}
-            result = dp.optimize(problem, method=m, **opts)
-            cert = certify(problem, result.table)
-            assert cert.ok and verify(cert.to_dict()).ok
+            design = dp.design(problem, method=m, **opts)  # optimize, then certify
+            result, cert = design.result, design.certificate
+            assert cert.ok and dp.verify(cert.to_dict()).ok
             row[m] = {
                 "certified": cert.loss,
                 "raw": result.objective,
@@ -75,6 +74,7 @@ def main() -> None:
                 "lb_gap": -relative(result.lower_bound, ref.value),
                 "seconds": result.seconds,
                 "steps": result.steps,
+                "status": result.status,
             }
         rows.append(row)
         print(f"{seed:>4} {str(problem.shape):>12} {row['family']:<28} {ref.value:>10.6f} " + " ".join(
@@ -93,12 +93,17 @@ def main() -> None:
             "lower_bound_above_lp": int((lbs < -1e-9).sum()),
             "median_lb_gap_pct": 100 * float(np.median(lbs)),
             "total_seconds": float(secs.sum()),
+            "median_steps": float(np.median([r[m]["steps"] for r in rows])),
+            "converged": int(sum(r[m]["status"] == "converged" for r in rows)),
+            "time_ratio_vs_lp": float(secs.sum() / sum(r["lp_seconds"] for r in rows)),
         }
         s = summary[m]
         print(f"{m}: certified gap median {s['median_gap_pct']:.4f} %, max {s['max_gap_pct']:.4f} %, "
               f"{s['within_1pct']}/{len(rows)} within 1 %; lower bound above LP: "
               f"{s['lower_bound_above_lp']}; median lower-bound gap {s['median_lb_gap_pct']:.4f} %; "
-              f"total {s['total_seconds']:.1f} s")
+              f"total {s['total_seconds']:.1f} s; median steps {s['median_steps']:.0f}, "
+              f"{s['converged']}/{len(rows)} stopped at gap_tol; time / LP time (same run) "
+              f"{s['time_ratio_vs_lp']:.1f}")
     if len(methods) > 1:
         base = summary[methods[0]]["total_seconds"]
         for m in methods[1:]:

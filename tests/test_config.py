@@ -110,8 +110,8 @@ BAD_OPTIMIZER = [
     ("period", True, "valid integer, got True"),
     ("omega", 0.0, "greater than 0, got 0.0"),
     ("omega", math.inf, "finite number, got inf"),
-    ("tol", -1e-9, "greater than 0, got -1e-09"),
-    ("tol", "small", "valid number, got 'small'"),
+    ("gap_tol", -1e-9, "greater than 0, got -1e-09"),
+    ("gap_tol", "small", "valid number, got 'small'"),
     ("chunk", 0, "greater than or equal to 1, got 0"),
     ("jitter", -0.1, "greater than or equal to 0, got -0.1"),
     ("polish", "yes", "valid boolean, got 'yes'"),
@@ -299,12 +299,28 @@ def test_neighbours_radius_and_support():
 
 
 def test_optimizer_options_pass_through():
-    table = {"seed": 3, "steps": 800, "period": 200, "omega": 1, "tol": 1e-6, "chunk": 2,
-             "jitter": 0.0, "polish": False}
+    table = {"seed": 3, "steps": 800, "period": 200, "omega": 1, "gap_tol": 1e-6,
+             "viol_tol": 1e-7, "chunk": 2, "jitter": 0.0, "polish": False}
     _, opts = config_from_dict(_with("optimizer", table))
     kwargs = opts.kwargs()
     assert kwargs == {**table, "omega": 1.0}
     assert isinstance(kwargs["omega"], float)
+
+
+def test_optimizer_schema_is_derived_from_the_optimizer_settings():
+    """One declaration: every optimizer setting is a config key with the same bounds."""
+    import dataclasses
+
+    from diffpriv.config._config import OptimizerCfg
+    from diffpriv.solvers._options import Options
+
+    assert set(OptimizerCfg.model_fields) == {"seed"} | {f.name for f in dataclasses.fields(Options)}
+    for f in dataclasses.fields(Options):
+        for bound in ("ge", "gt", "le"):
+            if bound in f.metadata:
+                value = f.metadata[bound] - 1 if bound != "le" else f.metadata[bound] * 2
+                with pytest.raises(ConfigError, match=rf"^optimizer\.{f.name}: "):
+                    config_from_dict(_with("optimizer", {f.name: value}))
 
 
 @pytest.mark.parametrize("name", ["quickstart", "categorical", "profiles"])

@@ -11,7 +11,6 @@ import pytest
 
 import diffpriv as dp
 from diffpriv.problems._json import problem_from_dict, problem_hash, problem_to_dict
-from diffpriv.problems._problem import Comparisons
 
 SpecError = dp.SpecError
 
@@ -155,25 +154,37 @@ def test_distribution_within_2_pow_40_of_one_is_kept_bit_identical():
     assert q.items[0].dist.sum() == pytest.approx(1.0, abs=2.0**-52)  # renormalised
 
 
-def test_comparisons_are_cached_and_read_only():
+def test_blocks_are_typed_cached_and_read_only():
     p = make(constraints=(dp.DistP(((0, 1),), 1.0), dp.LocalDP(1.0), dp.ExtendedDP(0.5)))
-    comps = p.comparisons()
-    assert p.comparisons() is comps and comps.size == 1 + 3 + 3
-    for f in dataclasses.fields(comps):
-        a = getattr(comps, f.name)
-        assert not a.flags.writeable, f.name
-        with pytest.raises(ValueError, match="read-only"):
-            a[0] = 0
-    assert dataclasses.replace(p, constraints=(dp.LocalDP(1.0),)).comparisons().size == 3
-    # Building Comparisons copies: the caller's arrays stay writable and unchanged.
+    blocks = p.blocks()
+    assert p.blocks() is blocks
+    assert [type(b) for b in blocks] == [dp.MixtureBlock, dp.PairBlock, dp.PairBlock]
+    assert [b.size for b in blocks] == [1, 3, 3] and [b.constraint for b in blocks] == [0, 1, 2]
+    assert [b.divergence for b in blocks] == ["max", "max", "max"]
+    xdp = blocks[2]  # all pairs x < x' of the three inputs, ε·d as budget, d as scale
+    assert xdp.a.tolist() == [0, 0, 1] and xdp.b.tolist() == [1, 2, 2]
+    np.testing.assert_array_equal(xdp.scale, p.metric()[xdp.a, xdp.b])
+    np.testing.assert_array_equal(xdp.eps, 0.5 * xdp.scale)
+    for b in blocks:
+        for f in dataclasses.fields(b):
+            a = getattr(b, f.name)
+            if isinstance(a, np.ndarray):
+                assert not a.flags.writeable, f.name
+                with pytest.raises(ValueError, match="read-only"):
+                    a[0] = 0
+    assert blocks[0].describe(0, p)["items"] == [p.items[0].name, p.items[1].name]
+    assert blocks[2].describe(0, p)["distance"] == pytest.approx(float(p.metric()[0, 1]))
+    # Building a block copies: the caller's arrays stay writable and unchanged.
     w = np.eye(2)
-    c = Comparisons(np.zeros(2, int), w, np.zeros(2, int), w, np.ones(2), np.zeros(2), np.ones(2),
-                    np.zeros(2, int))
+    c = dp.MixtureBlock(0, np.zeros(2, int), w, np.zeros(2, int), w, np.zeros((2, 2), int),
+                        np.ones(2), np.ones(2))
     assert w.flags.writeable and c.wa is not w and c.sa.dtype == np.int64
+    with pytest.raises(ValueError, match="divergence"):
+        dp.PairBlock(0, [0], [0], [1], [1.0], [1.0], delta=0.1, divergence="max")
 
 
 def test_short_docstrings_exist():
-    for obj in (dp.Domain.size, dp.Domain.index, Comparisons.size):
+    for obj in (dp.Domain.size, dp.Domain.index, dp.PairBlock.size, dp.MixtureBlock.size):
         assert obj.__doc__ and obj.__doc__.strip()
 
 

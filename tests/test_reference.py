@@ -3,11 +3,13 @@
 import dataclasses
 import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 import scipy.optimize
 
+from diffpriv.problems._blocks import PairBlock, budgets
 from diffpriv.problems._known import (
     bernoulli_flip_alpha,
     bernoulli_two_profile_problem,
@@ -23,9 +25,46 @@ from diffpriv.solvers._lp import ReferenceSolveError, solve_lp
 # -- plain numpy checks, independent of the solver ----------------------------------------------
 
 
+class _Dense(NamedTuple):
+    sa: np.ndarray
+    wa: np.ndarray
+    sb: np.ndarray
+    wb: np.ndarray
+    eps: np.ndarray
+    delta: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.sa.size
+
+
+def dense_comparisons(problem: Problem) -> _Dense:
+    """Every comparison of ``problem.blocks()`` as dense normalised weights (plain numpy, for
+    checks on small problems)."""
+    nx = problem.inputs.size
+    sa, wa, sb, wb = [], [], [], []
+    for b in problem.blocks():
+        if isinstance(b, PairBlock):
+            sa += [b.s]
+            sb += [b.s]
+            wa += [np.eye(nx)[b.a]]
+            wb += [np.eye(nx)[b.b]]
+        else:
+            sa += [b.sa]
+            sb += [b.sb]
+            wa += [b.wa / b.wa.sum(1, keepdims=True)]
+            wb += [b.wb / b.wb.sum(1, keepdims=True)]
+    bud = budgets(problem.blocks())
+    if not sa:
+        z = np.zeros(0, int)
+        return _Dense(z, np.zeros((0, nx)), z, np.zeros((0, nx)), bud.eps, bud.delta)
+    return _Dense(np.concatenate(sa), np.concatenate(wa), np.concatenate(sb), np.concatenate(wb),
+                  bud.eps, bud.delta)
+
+
 def worst_violation(problem: Problem, table: np.ndarray) -> float:
     """The largest violation of any constraint: ratio excess (δ = 0) or hockey-stick excess."""
-    c = problem.comparisons()
+    c = dense_comparisons(problem)
     if c.size == 0:
         return 0.0
     p = np.einsum("kx,kxy->ky", c.wa, table[c.sa])
@@ -44,7 +83,7 @@ def worst_violation(problem: Problem, table: np.ndarray) -> float:
 
 def lagrangian_bound(problem: Problem, result) -> float:
     """Weak-duality lower bound from the returned multipliers (see ``ReferenceResult``)."""
-    c = problem.comparisons()
+    c = dense_comparisons(problem)
     n_prof = problem.shape[0]
     ga = np.eye(n_prof)[c.sa][:, :, None] * c.wa[:, None, :]  # [K, S, X]
     gb = np.eye(n_prof)[c.sb][:, :, None] * c.wb[:, None, :]

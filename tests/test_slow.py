@@ -17,7 +17,7 @@ def test_optimality_acceptance_on_sixteen_random_problems():
     gaps = []
     for seed in range(16):
         problem = random_problem(seed, delta=0.02 if seed % 4 == 3 else 0.0)
-        ref = dp.solve_lp(problem)
+        ref = dp.solvers.lp(problem)
         result = dp.optimize(problem)
         cert = certify(problem, result.table)
         assert cert.ok and verify(cert.to_dict()).ok
@@ -35,4 +35,4 @@ def test_quickstart_certificate_holds_in_exact_arithmetic():
     cert = certify(problem, result.table)
     report = verify(cert.to_dict(), exact=True)
     assert report.ok and report.exact, report.failures
-    assert cert.loss == pytest.approx(dp.solve_lp(problem).value, rel=1e-4)
+    assert cert.loss == pytest.approx(dp.solvers.lp(problem).value, rel=1e-4)

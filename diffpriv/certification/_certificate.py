@@ -29,6 +29,7 @@ from diffpriv.certification._summary import ConstraintLevel, constraint_levels, 
 from diffpriv.io._files import atomic_write
 from diffpriv.problems._json import problem_from_dict, problem_hash, problem_to_dict
 from diffpriv.problems._problem import Problem
+from diffpriv.problems._size import admit
 
 __all__ = ["FORMAT", "Certificate", "certify", "versions"]
 
@@ -177,6 +178,7 @@ def certify(
       RepairError: a repair is needed and impossible.
       TypeError, ValueError: ``meta`` is not strict JSON (an object, a NaN).
     """
+    admit(problem, "certifier")
     meta = dict(meta or {})
     json.dumps(meta, allow_nan=False)
     spec = problem_to_dict(problem)

@@ -2,10 +2,37 @@
 expansion of every constraint into typed comparison blocks that solvers and the certifier read."""
 
 from diffpriv.problems._checks import SpecError
+from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock, budgets
+from diffpriv.problems._constraints import FAMILIES, register
 from diffpriv.problems._json import problem_from_dict, problem_hash, problem_to_dict
+from diffpriv.problems._known import (
+    bernoulli_flip_alpha,
+    bernoulli_two_profile_problem,
+    k_rr_loss,
+    k_rr_problem,
+    random_problem,
+    randomized_response,
+)
 from diffpriv.problems._problem import Constraint, DistP, Domain, ExtendedDP, Item, LocalDP, Problem
+from diffpriv.problems._size import SizeError, admit, estimate, memory_limit
 
 __all__ = [
+    "FAMILIES",
+    "Block",
+    "MixtureBlock",
+    "PairBlock",
+    "SizeError",
+    "admit",
+    "bernoulli_flip_alpha",
+    "bernoulli_two_profile_problem",
+    "budgets",
+    "estimate",
+    "k_rr_loss",
+    "k_rr_problem",
+    "memory_limit",
+    "random_problem",
+    "randomized_response",
+    "register",
     "Constraint",
     "DistP",
     "Domain",

@@ -156,6 +156,10 @@ class DistP:
             pairs=check_pairs(f"{field}.pairs", self.pairs, len(problem.items), "item"),
         )
 
+    def counts(self, problem) -> tuple[int, int]:
+        """``(pair comparisons, mixture comparisons)`` it expands to, without building them."""
+        return 0, len(self.pairs)
+
     def blocks(self, problem, index: int) -> tuple[Block, ...]:
         pairs = np.asarray(self.pairs, dtype=np.int64).reshape(-1, 2)
         items = problem.items
@@ -214,9 +218,11 @@ class LocalDP:
             pairs=pairs,
         )
 
-    def n_pairs(self, problem) -> int:
+    def counts(self, problem) -> tuple[int, int]:
+        """``(pair comparisons, mixture comparisons)`` it expands to, without building them."""
         nx = problem.inputs.size
-        return nx * (nx - 1) // 2 if self.pairs is None else len(self.pairs)
+        n = nx * (nx - 1) // 2 if self.pairs is None else len(self.pairs)
+        return n * len(problem.profiles), 0
 
     def blocks(self, problem, index: int) -> tuple[Block, ...]:
         pairs = _input_pairs(problem, self.pairs)
@@ -268,14 +274,18 @@ class ExtendedDP:
         return dataclasses.replace(self, epsilon=_check_budget(f"{field}.epsilon", self.epsilon),
                                    pairs=pairs)
 
-    def n_pairs(self, problem) -> int:
+    def counts(self, problem) -> tuple[int, int]:
+        """``(pair comparisons, mixture comparisons)`` it expands to, without building them."""
         nx = problem.inputs.size
-        return nx * (nx - 1) // 2 if self.pairs is None else len(self.pairs)
+        n = nx * (nx - 1) // 2 if self.pairs is None else len(self.pairs)
+        return n * len(problem.profiles), 0
 
     def blocks(self, problem, index: int) -> tuple[Block, ...]:
         pairs = _input_pairs(problem, self.pairs)
         d = problem.pair_distances(pairs[:, 0], pairs[:, 1])
-        return (_row_pairs(problem, index, pairs, self.epsilon * d, d, 0.0, scaled=True),)
+        with np.errstate(over="ignore"):  # ε·d = inf is a budget every finite level meets
+            eps = self.epsilon * d
+        return (_row_pairs(problem, index, pairs, eps, d, 0.0, scaled=True),)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "epsilon": float(self.epsilon),

@@ -29,6 +29,7 @@ import scipy.sparse
 
 from diffpriv.problems._blocks import Block, PairBlock, budgets
 from diffpriv.problems._problem import Problem
+from diffpriv.problems._size import admit
 
 __all__ = ["ReferenceResult", "ReferenceSolveError", "solve_lp"]
 
@@ -220,12 +221,14 @@ def solve_lp(
     Raises:
       ReferenceSolveError: if HiGHS stops without an optimal solution (infeasible, time limit, ...).
       ValueError: if some ``e^ε`` overflows float64.
+      SizeError: the LP would need more memory than is available (a one-line message).
 
     Example:
       >>> from diffpriv.problems._known import k_rr_problem
       >>> round(solve_lp(k_rr_problem(2, 0.0)).value, 6)
       0.5
     """
+    admit(problem, "lp")
     start = time.perf_counter()
     blocks = problem.blocks()
     lp = _build(problem, blocks)

@@ -1,0 +1,98 @@
+"""Size admission: estimate the memory a problem needs before anything large is allocated, and
+refuse in one line instead of a traceback or an out-of-memory kill (numpy only).
+
+The estimates count the float64 arrays each stage holds at its peak (measured against the
+implementation, rounded up), with ``T = S·X·Y`` table entries, ``K`` comparisons (``Kp`` of
+pairs, ``Km`` of mixtures) and ``U = 2K·Y`` multiplier entries:
+
+* ``optimizer``: about 14 table-sized arrays (logits, table, gradient, extrapolation, running
+  sums, polishing), 10 multiplier-sized ones, 6 copies of the dense mixture rows ``[2Km, S·X]``;
+* ``certifier``: the two output laws of every comparison and their temporaries (``8·K·Y``) and
+  the certificate's JSON text and Python lists (about 70 bytes per table entry);
+* ``lp``: the HiGHS model, about 120 bytes per constraint-matrix entry
+  (``nnz ≈ 2·Y·(2·Kp + Σ_mixture non-zero weights)``) and per variable.
+
+The limit is the smaller of the machine's physical memory and the process's address-space
+limit (``ulimit -v`` / ``prlimit --as``), or ``DIFFPRIV_MEMORY_LIMIT`` (bytes) when set.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+
+from diffpriv.problems._checks import SpecError
+
+__all__ = ["SizeError", "memory_limit", "estimate", "admit"]
+
+STAGES = ("optimizer", "certifier", "lp")
+
+
+class SizeError(SpecError):
+    """A problem is too large for the memory available to a stage."""
+
+
+def memory_limit() -> int:
+    """Bytes this process may use: ``DIFFPRIV_MEMORY_LIMIT``, else min(physical memory,
+    address-space limit)."""
+    env = os.environ.get("DIFFPRIV_MEMORY_LIMIT")
+    if env:
+        return int(float(env))
+    limit = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        # JAX and its thread pools reserve address space they never touch: keep half for them.
+        limit = min(limit, soft // 2)
+    return int(limit)
+
+
+def _counts(problem) -> tuple[int, int, int]:
+    """``(Kp, Km, mixture weight entries)`` without building any block."""
+    kp = km = nnz = 0
+    for c in problem.constraints:
+        p, m = c.counts(problem)
+        kp, km = kp + p, km + m
+        if m:
+            nnz += m * 2 * problem.inputs.size
+    return kp, km, nnz
+
+
+def estimate(problem, stage: str) -> int:
+    """Estimated peak bytes of ``stage`` (``"optimizer"``, ``"certifier"`` or ``"lp"``)."""
+    if stage not in STAGES:
+        raise ValueError(f"stage: one of {STAGES}, got {stage!r}")
+    ns, nx, ny = problem.shape
+    t = ns * nx * ny
+    kp, km, mix_nnz = _counts(problem)
+    k = kp + km
+    u = 2 * k * ny
+    if stage == "optimizer":
+        return 8 * (14 * t + 10 * u + 6 * 2 * km * ns * nx) + 24 * kp
+    if stage == "certifier":
+        return 8 * 8 * k * ny + 70 * t + 24 * kp
+    nnz = 2 * ny * (2 * kp + mix_nnz)
+    return 120 * (nnz + t)
+
+
+def _culprit(problem) -> str:
+    """The constraint with the most comparisons, in words, and what to do about it."""
+    worst = max(problem.constraints, key=lambda c: sum(c.counts(problem)), default=None)
+    if worst is None:
+        return "no constraints", "use fewer inputs or outputs"
+    everywhere = getattr(worst, "pairs", ()) is None
+    what = f"{worst.kind} on {'all pairs' if everywhere else f'{sum(worst.counts(problem))} pairs'}"
+    hint = "use neighbours or radius" if everywhere else "use fewer inputs or outputs"
+    return what, hint
+
+
+def admit(problem, stage: str, limit: int | None = None) -> None:
+    """Raises :class:`SizeError` (one line naming the size and the limit) when ``stage`` would
+    need more than ``limit`` bytes (default :func:`memory_limit`)."""
+    limit = memory_limit() if limit is None else limit
+    need = estimate(problem, stage)
+    if need > limit:
+        ns, nx, ny = problem.shape
+        what, hint = _culprit(problem)
+        raise SizeError(
+            f"inputs: {nx} inputs × {ny} outputs × {ns} profile(s) with {what} needs "
+            f"~{need / 2**30:.1f} GB for the {stage}, above the {limit / 2**30:.1f} GB limit; {hint}")
