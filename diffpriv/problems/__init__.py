@@ -1,8 +1,8 @@
 """The problem specification (numpy only): domains, items, constraint families, and the
 expansion of every constraint into typed comparison blocks that solvers and the certifier read."""
 
-from diffpriv.problems._checks import SpecError
 from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock, budgets
+from diffpriv.problems._checks import SpecError
 from diffpriv.problems._constraints import FAMILIES, register
 from diffpriv.problems._json import problem_from_dict, problem_hash, problem_to_dict
 from diffpriv.problems._known import (

@@ -120,19 +120,21 @@ def _row_pairs(problem, index: int, pairs, eps, scale, delta: float, scaled: boo
     )
 
 
-def _eps_delta_text(epsilon: float, delta: float) -> str:
-    return f"ε={epsilon:g}, δ={delta:g}" if delta else f"ε={epsilon:g}"
+class _EpsilonDelta:
+    """How an (ε, δ) budget and its certified level read (pure when δ = 0)."""
 
+    def budget_text(self) -> str:
+        return f"ε={self.epsilon:g}, δ={self.delta:g}" if self.delta else f"ε={self.epsilon:g}"
 
-def _level_text(delta: float, level: float, epsilon_at_delta: float | None) -> str:
-    if delta:
-        return f"δ(ε)={level:.4g}, ε(δ)={epsilon_at_delta:.4g}"
-    return f"ε={level:.6g}"
+    def level_text(self, level: float, epsilon_at_delta: float | None) -> str:
+        if self.delta:
+            return f"δ(ε)={level:.4g}, ε(δ)={epsilon_at_delta:.4g}"
+        return f"ε={level:.6g}"
 
 
 @register
 @dataclasses.dataclass(frozen=True)
-class DistP:
+class DistP(_EpsilonDelta):
     """(ε, δ)-distribution privacy between pairs of protected items (both directions).
 
     With ``delta == 0`` this is pure DistP: ``max_y |ln P_i[y] − ln P_j[y]| ≤ ε`` where
@@ -186,16 +188,10 @@ class DistP:
         return cls(pairs=_pairs_from(d, where), epsilon=_get(d, "epsilon", where),
                    delta=_get(d, "delta", where, 0.0), name=_get(d, "name", where))
 
-    def budget_text(self) -> str:
-        return _eps_delta_text(self.epsilon, self.delta)
-
-    def level_text(self, level: float, epsilon_at_delta: float | None) -> str:
-        return _level_text(self.delta, level, epsilon_at_delta)
-
 
 @register
 @dataclasses.dataclass(frozen=True)
-class LocalDP:
+class LocalDP(_EpsilonDelta):
     """(ε, δ)-local DP: rows ``A[s, x]`` and ``A[s, x']`` for adjacent inputs, in every profile.
 
     ``pairs=None`` means all pairs of inputs.
@@ -238,12 +234,6 @@ class LocalDP:
     def from_dict(cls, d: Mapping[str, Any], where: str) -> LocalDP:
         return cls(epsilon=_get(d, "epsilon", where), delta=_get(d, "delta", where, 0.0),
                    pairs=_pairs_from(d, where), name=_get(d, "name", where))
-
-    def budget_text(self) -> str:
-        return _eps_delta_text(self.epsilon, self.delta)
-
-    def level_text(self, level: float, epsilon_at_delta: float | None) -> str:
-        return _level_text(self.delta, level, epsilon_at_delta)
 
 
 @register
