@@ -18,6 +18,7 @@ on first use) and :mod:`diffpriv.solvers` (``lp``, ``Optimizer``, ``solve_batch`
 """
 
 from diffpriv import solvers
+from diffpriv._lazy import lazy_getattr
 from diffpriv.certification import Certificate, VerifyReport, certify, verify
 from diffpriv.config import ConfigError, OptimizerOptions, load_config
 from diffpriv.problems import (
@@ -49,13 +50,7 @@ _LAZY = {
     "solve_batch": "diffpriv.solvers._optimizer",
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'diffpriv' has no attribute {name!r}")
+__getattr__ = lazy_getattr("diffpriv", _LAZY)
 
 
 __version__ = "0.1.0"

@@ -1,14 +1,10 @@
 """Mechanisms as objects: the softmax-parametrised table (JAX, loaded on first use)."""
 
+from diffpriv._lazy import lazy_getattr
+
 _LAZY = {"Mechanism": "diffpriv.mechanisms._mechanism"}
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'diffpriv.mechanisms' has no attribute {name!r}")
+__getattr__ = lazy_getattr("diffpriv.mechanisms", _LAZY)
 
 
 __all__ = ["Mechanism"]

@@ -32,10 +32,16 @@ DIVERGENCES = ("max", "hockey_stick")
 """Divergences a block can be measured in (the linear ones; more arrive with new families)."""
 
 
-def _frozen(a, dtype) -> np.ndarray:
-    out = np.array(a, dtype=dtype)
-    out.setflags(write=False)
-    return out
+def _freeze(block, ints: tuple[str, ...], floats: tuple[str, ...]) -> None:
+    """Read-only copies of a block's arrays (a Problem caches its blocks), ``delta`` as a float,
+    and the divergence checked against it."""
+    for names, dtype in ((ints, np.int64), (floats, np.float64)):
+        for name in names:
+            a = np.array(getattr(block, name), dtype=dtype)
+            a.setflags(write=False)
+            object.__setattr__(block, name, a)
+    object.__setattr__(block, "delta", float(block.delta))
+    _check_divergence(block.divergence, block.delta)
 
 
 def _check_divergence(divergence: str, delta: float) -> None:
@@ -71,12 +77,7 @@ class PairBlock:
     kind: ClassVar[str] = "pair"
 
     def __post_init__(self):
-        for name in ("s", "a", "b"):
-            object.__setattr__(self, name, _frozen(getattr(self, name), np.int64))
-        for name in ("eps", "scale"):
-            object.__setattr__(self, name, _frozen(getattr(self, name), np.float64))
-        object.__setattr__(self, "delta", float(self.delta))
-        _check_divergence(self.divergence, self.delta)
+        _freeze(self, ("s", "a", "b"), ("eps", "scale"))
 
     @property
     def size(self) -> int:
@@ -129,12 +130,7 @@ class MixtureBlock:
     kind: ClassVar[str] = "mixture"
 
     def __post_init__(self):
-        for name in ("sa", "sb", "items"):
-            object.__setattr__(self, name, _frozen(getattr(self, name), np.int64))
-        for name in ("wa", "wb", "eps", "scale"):
-            object.__setattr__(self, name, _frozen(getattr(self, name), np.float64))
-        object.__setattr__(self, "delta", float(self.delta))
-        _check_divergence(self.divergence, self.delta)
+        _freeze(self, ("sa", "sb", "items"), ("wa", "wb", "eps", "scale"))
 
     @property
     def size(self) -> int:

@@ -103,6 +103,21 @@ def _input_pairs(problem, pairs) -> np.ndarray:
     return np.stack([a, b], axis=1)
 
 
+class _InputPairs:
+    """Families over pairs of inputs (``pairs``; ``None`` = all pairs), in every profile."""
+
+    def _checked_pairs(self, problem, field: str):
+        if self.pairs is None:
+            return None
+        return check_pairs(f"{field}.pairs", self.pairs, problem.inputs.size, "input")
+
+    def counts(self, problem) -> tuple[int, int]:
+        """``(pair comparisons, mixture comparisons)`` it expands to, without building them."""
+        nx = problem.inputs.size
+        n = nx * (nx - 1) // 2 if self.pairs is None else len(self.pairs)
+        return n * len(problem.profiles), 0
+
+
 def _row_pairs(problem, index: int, pairs, eps, scale, delta: float, scaled: bool) -> PairBlock:
     """One pair block: every input pair in every profile."""
     ns = len(problem.profiles)
@@ -191,7 +206,7 @@ class DistP(_EpsilonDelta):
 
 @register
 @dataclasses.dataclass(frozen=True)
-class LocalDP(_EpsilonDelta):
+class LocalDP(_InputPairs, _EpsilonDelta):
     """(ε, δ)-local DP: rows ``A[s, x]`` and ``A[s, x']`` for adjacent inputs, in every profile.
 
     ``pairs=None`` means all pairs of inputs.
@@ -205,20 +220,12 @@ class LocalDP(_EpsilonDelta):
 
     def check(self, problem, field: str) -> LocalDP:
         _check_name(field, self.name)
-        nx = problem.inputs.size
-        pairs = None if self.pairs is None else check_pairs(f"{field}.pairs", self.pairs, nx, "input")
         return dataclasses.replace(
             self,
             epsilon=_check_budget(f"{field}.epsilon", self.epsilon),
             delta=_check_budget(f"{field}.delta", self.delta, upper=1.0),
-            pairs=pairs,
+            pairs=self._checked_pairs(problem, field),
         )
-
-    def counts(self, problem) -> tuple[int, int]:
-        """``(pair comparisons, mixture comparisons)`` it expands to, without building them."""
-        nx = problem.inputs.size
-        n = nx * (nx - 1) // 2 if self.pairs is None else len(self.pairs)
-        return n * len(problem.profiles), 0
 
     def blocks(self, problem, index: int) -> tuple[Block, ...]:
         pairs = _input_pairs(problem, self.pairs)
@@ -238,7 +245,7 @@ class LocalDP(_EpsilonDelta):
 
 @register
 @dataclasses.dataclass(frozen=True)
-class ExtendedDP:
+class ExtendedDP(_InputPairs):
     """Extended DP (geo-indistinguishability): ``D∞(A[s,x] ‖ A[s,x']) ≤ ε · d(x, x')``.
 
     ``d`` is the problem's input metric. ``pairs=None`` means all pairs of inputs. The level is
@@ -259,16 +266,8 @@ class ExtendedDP:
         _check_name(field, self.name)
         if problem.input_metric is None and problem.inputs.coords is None:
             raise SpecError(f"{field}: extended DP needs input coordinates or an input metric")
-        nx = problem.inputs.size
-        pairs = None if self.pairs is None else check_pairs(f"{field}.pairs", self.pairs, nx, "input")
         return dataclasses.replace(self, epsilon=_check_budget(f"{field}.epsilon", self.epsilon),
-                                   pairs=pairs)
-
-    def counts(self, problem) -> tuple[int, int]:
-        """``(pair comparisons, mixture comparisons)`` it expands to, without building them."""
-        nx = problem.inputs.size
-        n = nx * (nx - 1) // 2 if self.pairs is None else len(self.pairs)
-        return n * len(problem.profiles), 0
+                                   pairs=self._checked_pairs(problem, field))
 
     def blocks(self, problem, index: int) -> tuple[Block, ...]:
         pairs = _input_pairs(problem, self.pairs)

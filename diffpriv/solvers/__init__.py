@@ -5,6 +5,7 @@
   logits (and the augmented-Lagrangian baseline), with a certified lower bound.
 """
 
+from diffpriv._lazy import lazy_getattr
 from diffpriv.solvers._lp import ReferenceResult, ReferenceSolveError
 from diffpriv.solvers._lp import solve_lp as lp
 
@@ -15,13 +16,7 @@ _LAZY = {
     "solve_batch": "diffpriv.solvers._optimizer",
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'diffpriv.solvers' has no attribute {name!r}")
+__getattr__ = lazy_getattr("diffpriv.solvers", _LAZY)
 
 
 __all__ = ["OptimizeResult", "Optimizer", "ReferenceResult", "ReferenceSolveError", "lp", "optimize",

@@ -46,7 +46,7 @@ from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 
 __all__ = ["LinearData", "Operator", "linear_data", "tighten", "operator", "lower_bound",
-           "sparse_matrix", "largest_objective"]
+           "sparse_matrix", "largest_objective", "proves_infeasible"]
 
 
 class LinearData(NamedTuple):
@@ -172,6 +172,12 @@ def largest_objective(problem: Problem) -> float:
     if problem.objective == "worst":
         return float(worst_row[problem.prior > 0].max())
     return float(np.sum(problem.prior * worst_row))
+
+
+def proves_infeasible(data: LinearData, bound):
+    """Whether a certified lower bound exceeds every objective a table can have (with a relative
+    1e-9 and absolute 1e-12 allowance for rounding): then no table meets the constraints."""
+    return bound > data.largest * (1 + 1e-9) + 1e-12
 
 
 def tighten(data: LinearData, rel: float = 1e-7, eps_abs: float = 1e-8,

@@ -30,6 +30,7 @@ from diffpriv.solvers._linear import (
     linear_data,
     lower_bound,
     operator,
+    proves_infeasible,
     sparse_matrix,
     tighten,
 )
@@ -180,7 +181,7 @@ class Optimizer(Options):
         worst = problem.objective == "worst"
         table, mu, nu = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst)
         lb = float(lower_bound(true_data, mu, nu, worst=worst))
-        status = "infeasible" if lb > _infeasible_above(true_data) else "step limit"
+        status = "infeasible" if bool(proves_infeasible(true_data, lb)) else "step limit"
         return self._result(problem, data, true_data, table, mu, lb, outer * self.period, start,
                             seed, status, {})
 
@@ -210,10 +211,6 @@ class Optimizer(Options):
         )
 
 
-def _infeasible_above(data: LinearData) -> float:
-    return float(data.largest) * (1 + 1e-9) + 1e-12
-
-
 def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
     """Normalised logits ``[R, Y]`` of a warm start (a Mechanism or a table), on the support."""
     from diffpriv.mechanisms._mechanism import Mechanism
@@ -226,12 +223,6 @@ def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
     # Entries that are exactly zero start at a tiny probability, so PDHG can still move them.
     logits = jnp.maximum(log_table.reshape(data.mask.shape), -50.0)
     return _pdhg.log_normalise(logits, data.mask)
-
-
-def _objective_scale(problem: Problem) -> float:
-    if problem.objective == "worst":
-        return max(float(problem.loss.max()), 1e-300)
-    return max(float(np.einsum("sx,xy->", problem.prior, problem.loss)) / problem.outputs.size, 1e-300)
 
 
 @jax.jit(static_argnums=(2, 3))

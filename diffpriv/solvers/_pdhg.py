@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
-from diffpriv.solvers._linear import LinearData, Operator, lower_bound, operator
+from diffpriv.solvers._linear import LinearData, Operator, lower_bound, operator, proves_infeasible
 
 __all__ = ["PDHGState", "PDHGOutput", "Steps", "step_sizes", "init_state", "log_normalise", "run",
            "CONVERGED", "STEP_LIMIT", "INFEASIBLE", "DIVERGED", "STATUS"]
@@ -258,7 +258,7 @@ def relative_gap(state: PDHGState) -> jax.Array:
 def _status(data: LinearData, state: PDHGState, gap_tol, viol_tol) -> jax.Array:
     finite = (jnp.all(jnp.isfinite(state.u)) & jnp.isfinite(state.obj)
               & ~jnp.any(jnp.isnan(state.theta)))
-    infeasible = state.best_lb > data.largest * (1 + 1e-9) + 1e-12
+    infeasible = proves_infeasible(data, state.best_lb)
     converged = (relative_gap(state) <= gap_tol) & (state.viol <= viol_tol)
     return jnp.select([~finite, infeasible, converged], [DIVERGED, INFEASIBLE, CONVERGED], RUNNING)
 
