@@ -71,6 +71,13 @@ def run_one(kind: str, n: int, stage: str, steps: int) -> dict:
                "repair_t": d.certificate.repair_t, "certified_gap": d.gap}
     out["seconds"] = time.perf_counter() - start
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    if stage != "lp":  # on an accelerator, its own peak too
+        import jax
+
+        stats = jax.devices()[0].memory_stats() or {}
+        if "peak_bytes_in_use" in stats:
+            out["device_peak_mb"] = stats["peak_bytes_in_use"] / 2**20
+        out["device"] = str(jax.devices()[0].device_kind)
     return out
 
 
@@ -88,6 +95,8 @@ def main() -> None:
         return
 
     rows = []
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     print(f"{'kind':<6} {'n':>4} {'cells':>6} {'LP s':>8} {'LP MB':>7} "
           + " ".join(f"{'≤' + t + ' s':>9} {'MB':>6} {'steps':>7} {'vs LP %':>8}" for t in ("1%", "0.1%")))
     for kind, sizes in (("distp", args.distp), ("geo", args.geo)):
@@ -116,9 +125,8 @@ def main() -> None:
                       f"{cell(row[s], 'steps', '7d'):>7} "
                       f"{(format(100 * row[s]['gap_to_lp'], '8.4f') if 'gap_to_lp' in row[s] else '-'):>8}"
                       for s in ("design:1e-2", "design:1e-3")), flush=True)
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": platform.platform(), "rows": rows}, indent=1))
+            out.write_text(json.dumps({"machine": platform.platform(), "argv": sys.argv[1:],
+                                       "rows": rows}, indent=1))  # after every row
     print(f"wrote {out}")
 
 

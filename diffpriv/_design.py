@@ -42,8 +42,11 @@ class Design:
     def gap(self) -> float:
         """Certified relative gap ``(certified loss − lower bound) / |lower bound|`` (the
         absolute gap when the bound is 0): how far the deployed table can be from optimal."""
-        lb = self.result.lower_bound
-        return (self.certificate.loss - lb) / (abs(lb) if lb != 0 else 1.0)
+        return _gap(self.certificate.loss, self.result.lower_bound)
+
+
+def _gap(value: float, bound: float) -> float:
+    return (value - bound) / (abs(bound) if bound != 0 else 1.0)
 
 
 def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progress: bool = False,
@@ -52,7 +55,11 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
 
     Args:
       problem: the problem.
-      seed, steps, progress, init, **options: as for :func:`diffpriv.optimize`.
+      seed, steps, progress, init, **options: as for :func:`diffpriv.optimize`. The run stops
+        at a certified gap: when the optimizer has converged but the certified (possibly
+        repaired) table is not within ``gap_tol`` of the lower bound, the run continues from
+        where it stopped with a 10x smaller ``viol_factor`` (at most three times, within
+        ``steps`` in all).
       meta: JSON-ready information recorded in the certificate (the optimizer's settings and
         results are added under ``"optimizer"``).
 
@@ -71,17 +78,38 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
     """
     if steps is not None:
         options["steps"] = steps
+    opt = Optimizer(**options)
+    budget, seconds = opt.steps, {"optimize": 0.0, "certify": 0.0}
+
+    def certified(result: OptimizeResult) -> Certificate:
+        info = {"steps": int(result.steps), "seed": int(result.seed), "status": result.status,
+                "seconds": seconds["optimize"], "objective": float(result.objective),
+                "lower_bound": float(result.lower_bound),
+                "max_violation": float(result.max_violation), "options": result.options}
+        start = time.perf_counter()
+        cert = certify(problem, result.table, seed=seed, meta={**(meta or {}), "optimizer": info})
+        seconds["certify"] += time.perf_counter() - start
+        return cert
+
     with progress_bar(progress) as report:
-        result = Optimizer(**options)(problem, seed=seed, init=init, progress=report)
-    if result.infeasible:
-        raise InfeasibleError(
-            f"the constraints cannot all hold: the optimizer's certified lower bound "
-            f"{result.lower_bound:.6g} exceeds the largest loss any table can have")
-    info = {"steps": int(result.steps), "seed": int(result.seed), "status": result.status,
-            "seconds": float(result.seconds), "objective": float(result.objective),
-            "lower_bound": float(result.lower_bound), "max_violation": float(result.max_violation),
-            "options": result.options}
-    start = time.perf_counter()
-    cert = certify(problem, result.table, seed=seed, meta={**(meta or {}), "optimizer": info})
-    return Design(result, cert, {"optimize": float(result.seconds),
-                                 "certify": time.perf_counter() - start})
+        result = opt(problem, seed=seed, init=init, progress=report)
+        seconds["optimize"] += result.seconds
+        if result.infeasible:
+            raise InfeasibleError(
+                f"the constraints cannot all hold: the optimizer's certified lower bound "
+                f"{result.lower_bound:.6g} exceeds the largest loss any table can have")
+        cert = certified(result)
+        # Stop at a *certified* gap: if repairing the table costs more than the gap allows,
+        # continue the run (warm start) with a 10x stricter violation tolerance.
+        for _ in range(3):
+            if (result.status != "converged" or result.steps >= budget
+                    or _gap(cert.loss, result.lower_bound) <= opt.gap_tol):
+                break
+            opt = dataclasses.replace(opt, steps=budget - result.steps,
+                                      viol_factor=opt.viol_factor / 10)
+            more = opt(problem, seed=seed, init=result, progress=report)
+            seconds["optimize"] += more.seconds
+            result = dataclasses.replace(more, steps=result.steps + more.steps,
+                                         seconds=seconds["optimize"])
+            cert = certified(result)
+    return Design(result, cert, seconds)

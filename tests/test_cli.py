@@ -494,3 +494,28 @@ def test_plot_bad_input_exits_2(runner, tmp_path, lp_certificate):
     line = _error_line(runner.invoke(app, ["plot", str(lp_certificate), "--out", str(tmp_path / "p.pdf")]))
     assert line.startswith("--out: must be a .png file")
     assert not target.exists()
+
+
+GRID_LDP = """\
+[inputs]
+grid = { rows = 6, cols = 6 }
+
+[loss]
+kind = "euclidean"
+
+[[constraints]]
+kind = "ldp"
+epsilon = 1.0
+"""
+
+
+@pytest.mark.parametrize("command", ["optimize", "reference"])
+def test_too_large_a_problem_is_refused_up_front(runner, tmp_path, monkeypatch, command):
+    """Size admission: one line naming the size and the limit, exit 2, nothing written."""
+    monkeypatch.setenv("DIFFPRIV_MEMORY_LIMIT", str(2**20))  # 1 MiB
+    out = tmp_path / "out"
+    args = [command, str(_config(tmp_path, GRID_LDP)), "--out", str(out)]
+    line = _error_line(runner.invoke(app, args))
+    assert line.startswith("inputs: 36 inputs × 36 outputs × 1 profile(s) with ldp on all pairs needs ~")
+    assert "above the 1.0 MB limit; use neighbours or radius" in line
+    assert not out.exists()

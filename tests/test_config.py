@@ -300,7 +300,7 @@ def test_neighbours_radius_and_support():
 
 def test_optimizer_options_pass_through():
     table = {"seed": 3, "steps": 800, "period": 200, "omega": 1, "gap_tol": 1e-6,
-             "viol_tol": 1e-7, "chunk": 2, "jitter": 0.0, "polish": False}
+             "viol_factor": 0.1, "chunk": 2, "jitter": 0.0, "polish": False}
     _, opts = config_from_dict(_with("optimizer", table))
     kwargs = opts.kwargs()
     assert kwargs == {**table, "omega": 1.0}

@@ -204,3 +204,16 @@ def test_batch_does_not_recompile_and_rejects_other_methods():
 def test_seed_is_validated():
     with pytest.raises(ValueError, match="seed"):
         dp.optimize(k_rr_problem(2, 1.0), seed=2**64)
+
+
+def test_design_stops_at_a_certified_gap():
+    """dp.design: the certified table is within gap_tol of its own lower bound, hence of the
+    LP optimum, and well before the step limit."""
+    for seed in (0, 5):
+        problem = random_problem(seed)
+        d = dp.design(problem, gap_tol=1e-3)
+        lp = dp.solvers.lp(problem)
+        assert d.result.status == "converged" and d.result.steps < 100_000
+        assert d.certificate.ok and d.gap <= 1e-3
+        assert d.result.lower_bound <= lp.value * (1 + 1e-9)
+        assert lp.value * (1 - 1e-9) <= d.certificate.loss <= lp.value * (1 + 1e-3)

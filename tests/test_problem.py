@@ -269,3 +269,25 @@ def test_malformed_problem_dicts_raise_spec_errors_naming_the_field(spec, edit, 
 def test_problem_dict_must_be_a_mapping(value):
     with pytest.raises(SpecError, match="^problem: expected a mapping"):
         problem_from_dict(value)
+
+
+def test_size_estimates_scale_with_pairs_not_with_dense_rows():
+    from diffpriv.problems import SizeError, admit, estimate
+
+    dom = dp.Domain.grid(20, 20)
+    loss = dom.distances(dom)
+    prior = np.full(400, 1 / 400)
+    all_pairs = dp.Problem(dom, dom, loss, prior, constraints=(dp.LocalDP(1.0),))
+    four = tuple((i, i + 1) for i in range(399) if (i + 1) % 20)
+    some = dp.Problem(dom, dom, loss, prior, constraints=(dp.LocalDP(1.0, pairs=four),))
+    # The multipliers dominate: 2 · pairs · |Y| numbers, 10 copies of 8 bytes, plus the table.
+    k_all, k_four = 400 * 399 // 2, len(four)
+    for p, k in ((all_pairs, k_all), (some, k_four)):
+        assert estimate(p, "optimizer") == 8 * (14 * 400 * 400 + 10 * 2 * k * 400) + 24 * k
+        assert estimate(p, "certifier") == 8 * 8 * k * 400 + 70 * 400 * 400 + 24 * k
+    assert "_blocks" not in all_pairs.__dict__  # estimated without building a block
+    admit(some, "optimizer", limit=estimate(some, "optimizer"))
+    with pytest.raises(SizeError, match=r"^inputs: 400 inputs × 400 outputs × 1 profile\(s\) with "
+                                        r"ldp on all pairs needs ~.* for the lp, above the .* "
+                                        r"limit; use neighbours or radius$"):
+        admit(all_pairs, "lp", limit=estimate(all_pairs, "lp") - 1)

@@ -85,6 +85,10 @@ def _culprit(problem) -> str:
     return what, hint
 
 
+def _human(n: int) -> str:
+    return f"{n / 2**30:.1f} GB" if n >= 2**30 else f"{n / 2**20:.1f} MB"
+
+
 def admit(problem, stage: str, limit: int | None = None) -> None:
     """Raises :class:`SizeError` (one line naming the size and the limit) when ``stage`` would
     need more than ``limit`` bytes (default :func:`memory_limit`)."""
@@ -95,4 +99,4 @@ def admit(problem, stage: str, limit: int | None = None) -> None:
         what, hint = _culprit(problem)
         raise SizeError(
             f"inputs: {nx} inputs × {ny} outputs × {ns} profile(s) with {what} needs "
-            f"~{need / 2**30:.1f} GB for the {stage}, above the {limit / 2**30:.1f} GB limit; {hint}")
+            f"~{_human(need)} for the {stage}, above the {_human(limit)} limit; {hint}")

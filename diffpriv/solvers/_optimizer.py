@@ -57,7 +57,7 @@ class OptimizeResult:
       seconds: wall time, compilation included.
       seed: the seed used.
       status: ``"converged"`` (the relative gap and the violation reached ``gap_tol`` and
-        ``viol_tol``), ``"step limit"``, ``"infeasible"`` (the lower bound exceeds the largest
+        ``viol_factor · gap_tol``), ``"step limit"``, ``"infeasible"`` (the lower bound exceeds the largest
         objective any table can have, which proves by weak duality that no table meets the
         constraints) or ``"diverged"``.
       history: per-period traces, ``{"kkt": [...], "lower_bound": [...], "gap": [...]}``.
@@ -105,7 +105,7 @@ class Optimizer(Options):
     :class:`diffpriv.solvers._options.Options` (one declaration, which the config reads too).
 
     PDHG stops on the device once the restart iterate's relative gap to its certified lower
-    bound is at most ``gap_tol`` and its violation at most ``viol_tol`` (or infeasibility is
+    bound is at most ``gap_tol`` and its violation at most ``viol_factor · gap_tol`` (or infeasibility is
     proven, or an iterate is not finite), else after ``steps``.
     """
 
@@ -138,7 +138,8 @@ class Optimizer(Options):
             state = state._replace(theta=_initial_logits(problem, data, init))
         n_periods = -(-self.steps // self.period)  # ceil: at least the steps asked for
         chunk = min(self.chunk, n_periods)  # one compilation: the limit is traced
-        done, status, traces, viol_tol, polished = 0, _pdhg.RUNNING, [], self.viol_tol, None
+        viol_tol = self.viol_factor * self.gap_tol
+        done, status, traces, polished = 0, _pdhg.RUNNING, [], None
         while done < n_periods and status == _pdhg.RUNNING:
             out = _run(data, true_data, steps, state, min(chunk, n_periods - done), chunk,
                        self.period, worst, self.gap_tol, viol_tol)
@@ -149,13 +150,13 @@ class Optimizer(Options):
             if progress is not None:
                 progress(done * self.period, n_periods * self.period, float(traces[-1][2][-1]))
             if status == _pdhg.CONVERGED:
-                # Confirm on the host: the polished table must meet the real budgets (in the
-                # solver's float arithmetic) within the gap; else go on with a 10x stricter
-                # violation tolerance.
+                # Confirm on the host: the polished table must be within the gap, with violations
+                # of the real budgets (in the solver's units) no larger than the device's
+                # tolerance; else go on with a 10x stricter violation tolerance.
                 lb = self._bound(true_data, steps, state, worst)
                 polished = self._result(problem, data, true_data, jnp.exp(state.theta), state.u,
                                         lb, done * self.period, start, seed, "converged", {})
-                if not (polished.max_violation <= 0 and polished.gap <= self.gap_tol):
+                if not (polished.max_violation <= viol_tol and polished.gap <= self.gap_tol):
                     status, viol_tol, polished = _pdhg.RUNNING, viol_tol / 10, None
         status = _pdhg.STEP_LIMIT if status == _pdhg.RUNNING else status
         if status == _pdhg.DIVERGED:
@@ -266,7 +267,7 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     ``vmap``-ed compiled program (a privacy–utility frontier), then polishes each table.
 
     Runs PDHG for at most ``ceil(steps / period)`` periods; each budget stops on its own by the
-    optimizer's stopping rule (``gap_tol``, ``viol_tol``). Returns
+    optimizer's device-side stopping rule (``gap_tol``, ``viol_factor``). Returns
     ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
     """
     opt = Optimizer(steps=steps, **options)
@@ -284,7 +285,7 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     n_periods = -(-opt.steps // opt.period)
     tables, lbs, us = _batch(batch, true_batch, jax.random.PRNGKey(seed), n_periods, opt.period,
                              problem.objective == "worst", opt.omega, opt.jitter, opt.gap_tol,
-                             opt.viol_tol)
+                             opt.viol_factor * opt.gap_tol)
     tables = np.array(tables).reshape((len(scales), *problem.shape))
     tables = tables / tables.sum(-1, keepdims=True)
     _check_finite(tables)

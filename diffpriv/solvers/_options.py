@@ -31,9 +31,10 @@ class Options:
     omega: float = _f(0.3, "primal weight, relative to the problem's natural scale", gt=0, le=1e6)
     gap_tol: float = _f(1e-4, "stop once the relative gap (objective − certified lower bound) / "
                         "lower bound of the restart iterate is at most this", gt=0, le=1.0)
-    viol_tol: float = _f(1e-6, "... and its largest constraint violation (normalised units) is at "
-                         "most this; then the polished table must meet the budgets within the gap, "
-                         "else the run goes on with a 10x smaller tolerance", gt=0, le=1.0)
+    viol_factor: float = _f(1e-2, "... and its largest constraint violation (normalised units) is at "
+                            "most viol_factor · gap_tol; the polished table must then be within the "
+                            "gap, with violations that small, else the run goes on with a 10x "
+                            "smaller factor", gt=0, le=1.0)
     chunk: int = _f(20, "periods per compiled call (the progress bar advances between calls)",
                     ge=1, le=10**6)
     jitter: float = _f(1e-3, "scale of the seeded perturbation of the uniform starting logits",

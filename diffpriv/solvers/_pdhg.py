@@ -23,7 +23,7 @@ yields a certified lower bound by weak duality; the best one is kept.
 The run stops on the device (``lax.while_loop`` over periods, so under ``vmap`` every batch
 element stops on its own) when the restart iterate's relative gap to the certified lower bound,
 ``(f(A) − LB)/|LB|``, is at most ``gap_tol`` and its largest normalised constraint violation is
-at most ``viol_tol``; or when the bound proves the problem infeasible, or an iterate is not
+at most ``viol_tol`` (the optimizer passes ``viol_factor · gap_tol``); or when the bound proves the problem infeasible, or an iterate is not
 finite. Everything is a pure function of arrays (``jit``, ``vmap`` over budgets in
 ``LinearData``), with no Python branching on traced values.
 """
