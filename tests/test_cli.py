@@ -191,9 +191,9 @@ def test_reference_certify_export_round_trip(runner, lp_certificate):
     assert len(rows) == 9
     from_csv = np.array([float(r["probability"]) for r in rows]).reshape(1, 3, 3)
     np.testing.assert_array_equal(from_csv, cert.table)  # 17 digits: exact float64
-    npz = np.load(out / "table.npz")
-    np.testing.assert_array_equal(npz["table"], cert.table)
-    assert npz["inputs"].tolist() == ["a", "b", "c"]
+    with np.load(out / "table.npz") as npz:  # closed here, not whenever GC runs
+        np.testing.assert_array_equal(npz["table"], cert.table)
+        assert npz["inputs"].tolist() == ["a", "b", "c"]
     exported = json.loads((out / "table.json").read_text())
     np.testing.assert_array_equal(np.asarray(exported["table"]), cert.table)
 
