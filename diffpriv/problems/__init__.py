@@ -14,7 +14,7 @@ from diffpriv.problems._known import (
     randomized_response,
 )
 from diffpriv.problems._problem import Constraint, DistP, Domain, ExtendedDP, Item, LocalDP, Problem
-from diffpriv.problems._size import SizeError, admit, estimate, memory_limit
+from diffpriv.problems._size import SizeError, admit, estimate, memory_limit, solver_plan
 
 __all__ = [
     "FAMILIES",
@@ -32,6 +32,7 @@ __all__ = [
     "memory_limit",
     "random_problem",
     "randomized_response",
+    "solver_plan",
     "register",
     "Constraint",
     "DistP",

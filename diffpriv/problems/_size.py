@@ -7,13 +7,18 @@ pairs, ``Km`` of mixtures) and ``U = 2K·Y`` multiplier entries:
 
 * ``optimizer``: about 14 table-sized arrays (logits, table, gradient, extrapolation, running
   sums, polishing), 10 multiplier-sized ones, 6 copies of the dense mixture rows ``[2Km, S·X]``;
+  when that does not fit, the **lean** plan (expected objective, method ``pdhg``): float32
+  iterates without running averages or polishing — the multipliers once (4 times with slack
+  simplices, for δ > 0; the compiled step holds no temporary of their size), 8 float32 and
+  3 float64 table-sized arrays (the problem's loss, the host table);
 * ``certifier``: the two output laws of every comparison and their temporaries (``8·K·Y``) and
   the certificate's JSON text and Python lists (about 70 bytes per table entry);
 * ``lp``: the HiGHS model, about 120 bytes per constraint-matrix entry
   (``nnz ≈ 2·Y·(2·Kp + Σ_mixture non-zero weights)``) and per variable.
 
 The limit is the smaller of the machine's physical memory and the process's address-space
-limit (``ulimit -v`` / ``prlimit --as``), or ``DIFFPRIV_MEMORY_LIMIT`` (bytes) when set.
+limit (``ulimit -v`` / ``prlimit --as``) less what JAX's runtime reserves (up to 2 GiB), or
+``DIFFPRIV_MEMORY_LIMIT`` (bytes) when set.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import resource
 
 from diffpriv.problems._checks import SpecError
 
-__all__ = ["SizeError", "memory_limit", "estimate", "admit"]
+__all__ = ["SizeError", "memory_limit", "estimate", "admit", "solver_plan"]
 
 STAGES = ("optimizer", "certifier", "lp")
 
@@ -34,15 +39,16 @@ class SizeError(SpecError):
 
 def memory_limit() -> int:
     """Bytes this process may use: ``DIFFPRIV_MEMORY_LIMIT``, else min(physical memory,
-    address-space limit)."""
+    address-space limit less JAX's reservation)."""
     env = os.environ.get("DIFFPRIV_MEMORY_LIMIT")
     if env:
         return int(float(env))
     limit = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY:
-        # JAX and its thread pools reserve address space they never touch: keep half for them.
-        limit = min(limit, soft // 2)
+        # JAX's runtime and thread pools reserve address space (about 1.5 GiB measured with
+        # a small jit on CPU): keep up to 2 GiB for them.
+        limit = min(limit, soft - min(soft // 2, 2 * 2**30))
     return int(limit)
 
 
@@ -57,8 +63,13 @@ def _counts(problem) -> tuple[int, int, int]:
     return kp, km, nnz
 
 
-def estimate(problem, stage: str) -> int:
-    """Estimated peak bytes of ``stage`` (``"optimizer"``, ``"certifier"`` or ``"lp"``)."""
+def _has_slack(problem) -> bool:
+    return any(getattr(c, "delta", 0) for c in problem.constraints)
+
+
+def estimate(problem, stage: str, *, lean: bool = False) -> int:
+    """Estimated peak bytes of ``stage`` (``"optimizer"``, ``"certifier"`` or ``"lp"``);
+    ``lean``: the optimizer's lean plan (module docstring)."""
     if stage not in STAGES:
         raise ValueError(f"stage: one of {STAGES}, got {stage!r}")
     ns, nx, ny = problem.shape
@@ -66,6 +77,9 @@ def estimate(problem, stage: str) -> int:
     kp, km, mix_nnz = _counts(problem)
     k = kp + km
     u = 2 * k * ny
+    if stage == "optimizer" and lean:
+        copies = 4 if _has_slack(problem) else 1
+        return 4 * (copies * u + 6 * t + 6 * 2 * km * ns * nx) + 8 * 2 * t + 24 * kp
     if stage == "optimizer":
         return 8 * (14 * t + 10 * u + 6 * 2 * km * ns * nx) + 24 * kp
     if stage == "certifier":
@@ -89,11 +103,27 @@ def _human(n: int) -> str:
     return f"{n / 2**30:.1f} GB" if n >= 2**30 else f"{n / 2**20:.1f} MB"
 
 
+def solver_plan(problem, limit: int | None = None) -> str:
+    """``"standard"`` when the optimizer fits in ``limit`` bytes (default
+    :func:`memory_limit`), else ``"lean"`` when its lean plan does (expected objective only);
+    else raises :class:`SizeError` naming the lean plan's size."""
+    limit = memory_limit() if limit is None else limit
+    if estimate(problem, "optimizer") <= limit:
+        return "standard"
+    if problem.objective == "expected" and estimate(problem, "optimizer", lean=True) <= limit:
+        return "lean"
+    admit(problem, "optimizer", limit)
+    return "lean"  # not reached: admit raised
+
+
 def admit(problem, stage: str, limit: int | None = None) -> None:
     """Raises :class:`SizeError` (one line naming the size and the limit) when ``stage`` would
-    need more than ``limit`` bytes (default :func:`memory_limit`)."""
+    need more than ``limit`` bytes (default :func:`memory_limit`); for the optimizer, when
+    neither its standard nor its lean plan fits."""
     limit = memory_limit() if limit is None else limit
     need = estimate(problem, stage)
+    if stage == "optimizer" and problem.objective == "expected":
+        need = min(need, estimate(problem, stage, lean=True))
     if need > limit:
         ns, nx, ny = problem.shape
         what, hint = _culprit(problem)

@@ -46,7 +46,8 @@ from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 
 __all__ = ["LinearData", "Operator", "linear_data", "tighten", "operator", "lower_bound",
-           "sparse_matrix", "largest_objective", "proves_infeasible"]
+           "sparse_matrix", "largest_objective", "proves_infeasible", "lower_bound_by_columns",
+           "incidence"]
 
 
 class LinearData(NamedTuple):
@@ -55,6 +56,8 @@ class LinearData(NamedTuple):
 
     pair_a: jax.Array  # [Kp] int32 row r_a of each pair comparison
     pair_b: jax.Array  # [Kp] int32 row r_b
+    pair_inc: jax.Array  # [R, D] int32 the pairs touching each row (padding: 0); [R, 0]: none kept
+    pair_side: jax.Array  # [R, D] int8 +1: the row is r_a of that pair, -1: r_b, 0: padding
     pair_eps: jax.Array  # [Kp]
     pair_delta: jax.Array  # [Kp]
     mix_a: jax.Array  # [Km, R] normalised weights of the P side
@@ -80,6 +83,8 @@ class Operator(NamedTuple):
 
     pair_a: jax.Array  # [Kp]
     pair_b: jax.Array  # [Kp]
+    pair_inc: jax.Array  # [R, D]
+    pair_side: jax.Array  # [R, D]
     c_p: jax.Array  # [Kp] e^{-ε}/(1 + e^{-ε})
     c_q: jax.Array  # [Kp] 1/(1 + e^{-ε})
     mix: jax.Array  # [2 Km, R] normalised dense rows
@@ -92,18 +97,42 @@ class Operator(NamedTuple):
 
     def apply(self, a: jax.Array) -> jax.Array:
         """``G a``: ``[R, Y] -> [M, Y]``."""
+        return jnp.concatenate(self.apply_parts(a), axis=0)
+
+    def apply_parts(self, a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """``G a`` in its three row groups (pairs direction 0, direction 1, mixtures), for
+        reductions that need not hold ``G a`` whole."""
         pa, pb = a[self.pair_a], a[self.pair_b]
         cp, cq = self.c_p[:, None], self.c_q[:, None]
-        return jnp.concatenate([cp * pa - cq * pb, cp * pb - cq * pa, self.mix @ a], axis=0)
+        return cp * pa - cq * pb, cp * pb - cq * pa, self.mix @ a
 
-    def transpose(self, u: jax.Array) -> jax.Array:
-        """``Gᵀ u``: ``[M, Y] -> [R, Y]`` (scatter-adds for the pair rows)."""
+    def transpose(self, u: jax.Array, positive: bool = False) -> jax.Array:
+        """``Gᵀ u``: ``[M, Y] -> [R, Y]`` (``Gᵀ max(u, 0)`` with ``positive``). Pair rows are
+        summed by gathering each row's pairs (:func:`incidence`: no temporary of the
+        multipliers' size), or by scatter-adds when the incidence lists were too uneven to
+        keep."""
         kp = self.pair_a.shape[0]
-        u0, u1, um = u[:kp], u[kp:2 * kp], u[2 * kp:]
-        cp, cq = self.c_p[:, None], self.c_q[:, None]
         r = self.n_rows
-        out = jax.ops.segment_sum(cp * u0 - cq * u1, self.pair_a, num_segments=r)
-        out = out + jax.ops.segment_sum(cp * u1 - cq * u0, self.pair_b, num_segments=r)
+        clip = (lambda x: jnp.maximum(x, 0.0)) if positive else (lambda x: x)  # noqa: E731
+        um = clip(u[2 * kp:])
+        if self.pair_inc.shape[1]:  # static
+            side = self.pair_side.astype(self.c_p.dtype)
+            cp_r, cq_r = self.c_p[self.pair_inc], self.c_q[self.pair_inc]
+            # row a of pair k gets cp·u0 − cq·u1, row b gets cp·u1 − cq·u0; padding gets 0
+            c0 = jnp.where(side > 0, cp_r, -cq_r) * jnp.abs(side)
+            c1 = jnp.where(side > 0, -cq_r, cp_r) * jnp.abs(side)
+
+            def slot(j, acc):  # one incidence slot at a time: a fused gather, no [R, D, Y]
+                k = self.pair_inc[:, j]  # rows of u itself: slices of u would be copied
+                return acc + c0[:, j, None] * clip(u[k]) + c1[:, j, None] * clip(u[k + kp])
+
+            out = jax.lax.fori_loop(0, self.pair_inc.shape[1], slot,
+                                    jnp.zeros((r, u.shape[1]), dtype=u.dtype))
+        else:
+            u0, u1 = clip(u[:kp]), clip(u[kp:2 * kp])
+            cp, cq = self.c_p[:, None], self.c_q[:, None]
+            out = jax.ops.segment_sum(cp * u0 - cq * u1, self.pair_a, num_segments=r)
+            out = out + jax.ops.segment_sum(cp * u1 - cq * u0, self.pair_b, num_segments=r)
         return out + self.mix.T @ um
 
     def abs_column_sums(self) -> jax.Array:
@@ -120,10 +149,19 @@ class Operator(NamedTuple):
         return jnp.concatenate([jnp.ones(2 * kp, dtype=self.c_p.dtype), jnp.abs(self.mix).sum(axis=1)])
 
 
-def linear_data(problem: Problem, dtype=jnp.float64) -> LinearData:
+def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = None,
+                compact: bool = False) -> LinearData:
     """Flattens ``problem`` into :class:`LinearData` (from its blocks; nothing of size
-    ``K · R`` for pair blocks)."""
+    ``K · R`` for pair blocks).
+
+    ``outputs``: only these output columns (the budgets and comparisons are unchanged: a column
+    slice of the constraint system, for bounds computed column by column). ``compact``: for the
+    expected objective, ``row_loss`` is left out (``[R, 1]`` zeros) and an all-true support mask
+    is stored as ``[R, 1]``: two ``[R, Y]`` arrays fewer on very large problems. A column slice
+    has ``largest = NaN`` (it is a property of the whole table).
+    """
     ns, nx, ny = problem.shape
+    cols = slice(None) if outputs is None else outputs
     blocks = problem.blocks()
     pairs = [b for b in blocks if isinstance(b, PairBlock)]
     mixes = [b for b in blocks if isinstance(b, MixtureBlock)]
@@ -145,25 +183,59 @@ def linear_data(problem: Problem, dtype=jnp.float64) -> LinearData:
 
     mix_a = cat([dense(b.sa, b.wa) for b in mixes], (0, ns * nx))
     mix_b = cat([dense(b.sb, b.wb) for b in mixes], (0, ns * nx))
-    row_loss = np.broadcast_to(problem.loss, (ns, nx, ny)).reshape(ns * nx, ny)
-    cost = (problem.prior[:, :, None] * problem.loss[None]).reshape(ns * nx, ny)
+    loss = problem.loss[:, cols]
+    if problem.support is None:
+        mask = np.ones((ns * nx, 1 if compact else loss.shape[1]), dtype=bool)
+    else:
+        mask = problem.support[..., cols].reshape(ns * nx, -1)
     as_ = lambda a: jnp.asarray(a, dtype=dtype)  # noqa: E731
-    index = jnp.int32 if ns * nx < 2**31 else jnp.int64
+    cost = as_((problem.prior[:, :, None] * loss[None]).reshape(ns * nx, -1))
+    if compact and problem.objective == "expected":
+        row_loss = jnp.zeros((ns * nx, 1), dtype=dtype)
+    else:
+        row_loss = as_(np.broadcast_to(loss, (ns, *loss.shape)).reshape(ns * nx, -1))
+    if compact and mask.all():
+        mask = np.ones((ns * nx, 1), dtype=bool)
+    index = jnp.int32 if ns * nx < 2**31 and pair_a.size < 2**31 else jnp.int64
+    inc, side = incidence(pair_a, pair_b, ns * nx)
     return LinearData(
         pair_a=jnp.asarray(pair_a, dtype=index),
         pair_b=jnp.asarray(pair_b, dtype=index),
+        pair_inc=jnp.asarray(inc, dtype=index),
+        pair_side=jnp.asarray(side, dtype=jnp.int8),
         pair_eps=as_(cat([b.eps for b in pairs])),
         pair_delta=as_(cat([np.full(b.size, b.delta) for b in pairs])),
         mix_a=as_(mix_a),
         mix_b=as_(mix_b),
         mix_eps=as_(cat([b.eps for b in mixes])),
         mix_delta=as_(cat([np.full(b.size, b.delta) for b in mixes])),
-        cost=as_(cost),
-        row_loss=as_(row_loss),
+        cost=cost,
+        row_loss=row_loss,
         row_active=jnp.asarray(problem.prior.reshape(-1) > 0),
-        mask=jnp.asarray(problem.support_mask().reshape(ns * nx, ny)),
-        largest=as_(largest_objective(problem)),
+        mask=jnp.asarray(mask),
+        largest=as_(largest_objective(problem) if outputs is None else np.nan),
     )
+
+
+def incidence(pair_a: np.ndarray, pair_b: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(inc, side)``, ``[R, D]`` each: the pairs touching each row, padded to the largest
+    degree ``D`` (index 0, side 0), and ``side`` +1 where the row is the pair's ``r_a``, −1
+    where it is ``r_b``. Both ``[R, 0]`` when padding would hold more than twice the
+    entries (very uneven degrees): the transpose then scatter-adds."""
+    kp = pair_a.size
+    rows = np.concatenate([pair_a, pair_b])
+    degree = np.bincount(rows, minlength=n_rows)
+    d = int(degree.max(initial=0))
+    if kp == 0 or n_rows * d > 2 * rows.size + n_rows:
+        return np.zeros((n_rows, 0), np.int64), np.zeros((n_rows, 0), np.int8)
+    order = np.argsort(rows, kind="stable")
+    rows = rows[order]
+    pos = np.arange(rows.size) - (np.cumsum(degree) - degree)[rows]
+    inc = np.zeros((n_rows, d), np.int64)
+    side = np.zeros((n_rows, d), np.int8)
+    inc[rows, pos] = np.concatenate([np.arange(kp), np.arange(kp)])[order]
+    side[rows, pos] = np.where(order < kp, 1, -1)
+    return inc, side
 
 
 def largest_objective(problem: Problem) -> float:
@@ -209,7 +281,8 @@ def operator(data: LinearData) -> Operator:
     norm = jnp.maximum(jnp.abs(g).sum(axis=1), jnp.finfo(g.dtype).tiny)
     mix_delta = jnp.concatenate([data.mix_delta, data.mix_delta]) * jnp.concatenate([rm[:, 0], rm[:, 0]])
     delta = jnp.concatenate([data.pair_delta * c_p, data.pair_delta * c_p, mix_delta / norm])
-    return Operator(data.pair_a, data.pair_b, c_p, c_q, g / norm[:, None], delta)
+    return Operator(data.pair_a, data.pair_b, data.pair_inc, data.pair_side, c_p, c_q,
+                    g / norm[:, None], delta)
 
 
 def sparse_matrix(op: Operator) -> tuple[scipy.sparse.csr_array, np.ndarray]:
@@ -226,6 +299,22 @@ def sparse_matrix(op: Operator) -> tuple[scipy.sparse.csr_array, np.ndarray]:
     return scipy.sparse.vstack([pairs, mix], format="csr"), np.asarray(op.delta)
 
 
+def _reduced_min(data: LinearData, op: Operator, u, nu, worst: bool):
+    """``Σ_r min_y (base + Gᵀu)[r, y]`` over allowed outputs, and ``max_y u⁺`` per row of
+    ``G`` (the parts of :func:`lower_bound` that combine over column slices)."""
+    base = nu[:, None] * data.row_loss if worst else data.cost
+    reduced = jnp.where(data.mask, base + op.transpose(u, positive=True), jnp.inf)
+    return jnp.min(reduced, axis=1), jnp.maximum(jnp.max(u, axis=1, initial=0.0), 0.0)
+
+
+def _combine(data: LinearData, op: Operator, mins, umax, nu, worst: bool):
+    slack = jnp.sum(op.delta * umax)
+    if worst:
+        top = jnp.max(jnp.where(data.mask, data.row_loss, 0.0))
+        return jnp.minimum(0.0, top * (1.0 - nu.sum())) + jnp.sum(mins) - slack
+    return jnp.sum(mins) - slack
+
+
 def lower_bound(data: LinearData, u, nu=None, *, worst: bool = False, op: Operator | None = None
                 ) -> jax.Array:
     """The weak-duality lower bound on the optimal objective (module docstring), at ``data``'s
@@ -235,15 +324,30 @@ def lower_bound(data: LinearData, u, nu=None, *, worst: bool = False, op: Operat
     multipliers of the worst-case objective; ``op``: ``operator(data)`` if already built.
     """
     op = operator(data) if op is None else op
-    u = jnp.maximum(u, 0.0)
-    slack = jnp.sum(op.delta * jnp.maximum(jnp.max(u, axis=1, initial=0.0), 0.0))
     if worst:
         nu = jnp.where(data.row_active, jnp.maximum(nu, 0.0), 0.0)
-        top = jnp.max(jnp.where(data.mask, data.row_loss, 0.0))
-        base = nu[:, None] * data.row_loss
-        offset = jnp.minimum(0.0, top * (1.0 - nu.sum()))
-    else:
-        base = data.cost
-        offset = 0.0
-    reduced = jnp.where(data.mask, base + op.transpose(u), jnp.inf)
-    return offset + jnp.sum(jnp.min(reduced, axis=1)) - slack
+    mins, umax = _reduced_min(data, op, u, nu, worst)
+    return _combine(data, op, mins, umax, nu, worst)
+
+
+_reduced_min_jit = jax.jit(_reduced_min, static_argnames="worst")
+
+
+def lower_bound_by_columns(problem: Problem, u, *, columns: int = 256) -> float:
+    """:func:`lower_bound` of the expected objective at ``problem``'s real budgets, in float64,
+    one slice of ``columns`` outputs at a time (``u`` may be float32 and on the device): the
+    certified bound of a run made in lower precision, without a float64 copy of ``u``."""
+    if problem.objective != "expected":
+        raise ValueError("lower_bound_by_columns: the expected objective only")
+    ny = problem.shape[2]
+    mins, umax = 0.0, None
+    for lo in range(0, ny, columns):
+        cols = slice(lo, min(lo + columns, ny))
+        data = linear_data(problem, outputs=cols)
+        op = operator(data)
+        m, x = _reduced_min_jit(data, op, jnp.asarray(u[:, cols], dtype=jnp.float64), None,
+                                worst=False)
+        mins = jnp.minimum(mins, m) if lo else m
+        umax = x if umax is None else jnp.maximum(umax, x)
+    data = linear_data(problem, outputs=slice(0, 1))
+    return float(_combine(data, operator(data), mins, umax, None, False))

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from diffpriv.problems._problem import Problem
-from diffpriv.problems._size import admit
+from diffpriv.problems._size import SizeError, solver_plan
 from diffpriv.solvers import (
     _pdhg,
     _x64,  # noqa: F401  (float64 before any array is made)
@@ -29,6 +29,7 @@ from diffpriv.solvers._linear import (
     LinearData,
     linear_data,
     lower_bound,
+    lower_bound_by_columns,
     operator,
     proves_infeasible,
     sparse_matrix,
@@ -64,6 +65,9 @@ class OptimizeResult:
       options: the optimizer's settings.
       state: the solver's final state (PDHG: logits and multipliers, before polishing), so that
         ``optimize(..., init=result)`` continues where this run stopped.
+      plan: ``"standard"``, or ``"lean"`` for a problem whose standard plan does not fit in
+        memory (:func:`diffpriv.problems.solver_plan`): float32 iterates, no running averages,
+        no polishing, the bound computed in float64 from the final multipliers.
     """
 
     table: np.ndarray
@@ -78,6 +82,7 @@ class OptimizeResult:
     history: dict[str, np.ndarray]
     options: dict
     state: object = None
+    plan: str = "standard"
 
     @property
     def converged(self) -> bool:
@@ -119,21 +124,30 @@ class Optimizer(Options):
         """
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-        admit(problem, "optimizer")
+        lean = solver_plan(problem) == "lean"
+        if lean and self.method != "pdhg":
+            raise SizeError(f"optimizer.method: {self.method!r} needs more memory than this "
+                            "problem leaves; use 'pdhg'")
         start = time.perf_counter()
         worst = problem.objective == "worst"
-        true_data = linear_data(problem)
-        data = tighten(true_data)
+        true_data = linear_data(problem, jnp.float32 if lean else jnp.float64, compact=lean)
+        # float32 iterates need a wider margin than float64 ones; the certifier repairs the rest.
+        data = tighten(true_data, 1e-5, 1e-6, 1e-8) if lean else tighten(true_data)
         if self.method == "al":
             if init is not None:
                 raise ValueError("init: warm starts need method 'pdhg'")
             return self._run_al(problem, data, true_data, seed, start)
         steps = _steps_jit(data, true_data, worst, self.omega)
-        state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter)
+        slack = bool(np.any(np.asarray(true_data.pair_delta) > 0)
+                     or np.any(np.asarray(true_data.mix_delta) > 0))
+        state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter, slack=slack)
         if isinstance(init, OptimizeResult) and isinstance(init.state, _pdhg.PDHGState):
-            if init.state.theta.shape != state.theta.shape or init.state.u.shape != state.u.shape:
+            if any(getattr(init.state, f).shape != getattr(state, f).shape
+                   or getattr(init.state, f).dtype != getattr(state, f).dtype
+                   for f in ("theta", "phi", "u")):
                 raise ValueError("init: the result is of a problem of another shape")
-            state = init.state._replace(best_lb=state.best_lb)
+            # a copy: the run donates (reuses) its input buffers
+            state = jax.tree_util.tree_map(jnp.copy, init.state._replace(best_lb=state.best_lb))
         elif init is not None:
             state = state._replace(theta=_initial_logits(problem, data, init))
         n_periods = -(-self.steps // self.period)  # ceil: at least the steps asked for
@@ -142,7 +156,7 @@ class Optimizer(Options):
         done, status, traces, polished = 0, _pdhg.RUNNING, [], None
         while done < n_periods and status == _pdhg.RUNNING:
             out = _run(data, true_data, steps, state, min(chunk, n_periods - done), chunk,
-                       self.period, worst, self.gap_tol, viol_tol)
+                       self.period, worst, not lean, self.gap_tol, viol_tol)
             state, k, status = out.state, int(out.periods), int(out.status)
             traces.append((np.asarray(out.kkt[:k]), np.asarray(out.lower_bound[:k]),
                            np.asarray(out.gap[:k])))
@@ -153,9 +167,8 @@ class Optimizer(Options):
                 # Confirm on the host: the polished table must be within the gap, with violations
                 # of the real budgets (in the solver's units) no larger than the device's
                 # tolerance; else go on with a 10x stricter violation tolerance.
-                lb = self._bound(true_data, steps, state, worst)
-                polished = self._result(problem, data, true_data, jnp.exp(state.theta), state.u,
-                                        lb, done * self.period, start, seed, "converged", {})
+                polished = self._result(problem, data, true_data, state, lean,
+                                        done * self.period, start, seed, "converged")
                 if not (polished.max_violation <= viol_tol and polished.gap <= self.gap_tol):
                     status, viol_tol, polished = _pdhg.RUNNING, viol_tol / 10, None
         status = _pdhg.STEP_LIMIT if status == _pdhg.RUNNING else status
@@ -165,17 +178,11 @@ class Optimizer(Options):
         history = {name: np.concatenate([t[i] for t in traces])
                    for i, name in enumerate(("kkt", "lower_bound", "gap"))}
         if polished is None:
-            lb = self._bound(true_data, steps, state, worst)
-            polished = self._result(problem, data, true_data, jnp.exp(state.theta), state.u, lb,
-                                    done * self.period, start, seed, _pdhg.STATUS[status], {})
+            polished = self._result(problem, data, true_data, state, lean, done * self.period,
+                                    start, seed, _pdhg.STATUS[status])
         return dataclasses.replace(polished, history=history, state=state,
-                                   seconds=time.perf_counter() - start)
-
-    @staticmethod
-    def _bound(true_data, steps, state, worst) -> float:
-        """The certified lower bound of the best multipliers, at the real budgets."""
-        return float(lower_bound(true_data, state.best_u, state.best_nu / steps.row_norm,
-                                 worst=worst, op=steps.bound_op))
+                                   seconds=time.perf_counter() - start,
+                                   plan="lean" if lean else "standard")
 
     def _run_al(self, problem, data, true_data, seed, start) -> OptimizeResult:
         outer = max(1, self.steps // self.period)
@@ -183,16 +190,29 @@ class Optimizer(Options):
         table, mu, nu = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst)
         lb = float(lower_bound(true_data, mu, nu, worst=worst))
         status = "infeasible" if bool(proves_infeasible(true_data, lb)) else "step limit"
-        return self._result(problem, data, true_data, table, mu, lb, outer * self.period, start,
-                            seed, status, {})
+        return self._pack(problem, data, true_data, table, mu, lb, outer * self.period, start,
+                          seed, status, polishing=self.polish)
 
-    def _result(self, problem, data, true_data, table, u, lb, steps, start, seed, status, history):
+    def _result(self, problem, data, true_data, state, lean, steps, start, seed, status):
+        """The result of a PDHG state: the device's best certified bound (for a lean, float32
+        run: the bound of the final multipliers, computed in float64 column by column), and the
+        table, polished unless the run was lean."""
+        if lean:
+            lb = lower_bound_by_columns(problem, state.u)
+            data = true_data = linear_data(problem, outputs=slice(0, 1))  # float64 operators
+        else:
+            lb = float(state.best_lb)
+        return self._pack(problem, data, true_data, jnp.exp(state.theta), state.u, lb, steps,
+                          start, seed, status, polishing=self.polish and not lean)
+
+    def _pack(self, problem, data, true_data, table, u, lb, steps, start, seed, status, *,
+              polishing):
         """Polishes ``table`` (``[R, Y]``) against the tightened budgets and packs the result."""
-        table = np.asarray(table).reshape(problem.shape)
-        table = table / table.sum(axis=-1, keepdims=True)
+        table = np.array(table, dtype=np.float64).reshape(problem.shape)  # a writable copy
+        table /= table.sum(axis=-1, keepdims=True)
         _check_finite(table)
         g, delta = sparse_matrix(operator(data))
-        if self.polish and g.shape[0]:
+        if polishing and g.shape[0]:
             table = polish(problem, table, g, delta, np.asarray(u))
         obj = problem.objective_value(table)
         g, delta = sparse_matrix(operator(true_data))
@@ -207,7 +227,7 @@ class Optimizer(Options):
             seconds=time.perf_counter() - start,
             seed=seed,
             status=status,
-            history=history,
+            history={},
             options=dataclasses.asdict(self),
         )
 
@@ -222,7 +242,7 @@ def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
     if log_table.shape != problem.shape:
         raise ValueError(f"init: shape {log_table.shape}, expected {problem.shape}")
     # Entries that are exactly zero start at a tiny probability, so PDHG can still move them.
-    logits = jnp.maximum(log_table.reshape(data.mask.shape), -50.0)
+    logits = jnp.maximum(log_table.reshape(data.cost.shape), -50.0)
     return _pdhg.log_normalise(logits, data.mask)
 
 
@@ -236,10 +256,11 @@ def _al_jit(data, key, outer, inner, worst):
     return solve_al(data, key, outer=outer, inner=inner, worst=worst)
 
 
-@jax.jit(static_argnums=(5, 6, 7))
-def _run(data, true_data, steps, state, limit, max_periods, period, worst, gap_tol, viol_tol):
+@jax.jit(static_argnums=(5, 6, 7, 8), donate_argnums=(3,))
+def _run(data, true_data, steps, state, limit, max_periods, period, worst, average, gap_tol,
+         viol_tol):
     return _pdhg.run(data, steps, state, limit, max_periods=max_periods, period=period, worst=worst,
-                     gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data)
+                     gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data, average=average)
 
 
 def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progress: bool = False,
@@ -283,9 +304,10 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
                                                                            *base.mix_delta.shape)))
     batch = tighten(true_batch)
     n_periods = -(-opt.steps // opt.period)
+    slack = bool(np.any(np.asarray(base.pair_delta) > 0) or np.any(np.asarray(base.mix_delta) > 0))
     tables, lbs, us = _batch(batch, true_batch, jax.random.PRNGKey(seed), n_periods, opt.period,
-                             problem.objective == "worst", opt.omega, opt.jitter, opt.gap_tol,
-                             opt.viol_factor * opt.gap_tol)
+                             problem.objective == "worst", opt.omega, opt.jitter, slack,
+                             opt.gap_tol, opt.viol_factor * opt.gap_tol)
     tables = np.array(tables).reshape((len(scales), *problem.shape))
     tables = tables / tables.sum(-1, keepdims=True)
     _check_finite(tables)
@@ -299,19 +321,17 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     return tables, np.asarray(lbs)
 
 
-@jax.jit(static_argnums=(3, 4, 5, 6, 7))
-def _batch(batch, true_batch, key, n_periods, period, worst, omega, jitter, gap_tol, viol_tol):
+@jax.jit(static_argnums=(3, 4, 5, 6, 7, 8))
+def _batch(batch, true_batch, key, n_periods, period, worst, omega, jitter, slack, gap_tol,
+           viol_tol):
     """One compiled program for a batch of budgets (the budgets have a leading batch axis)."""
 
     def one(data, true_data):
         st = _pdhg.step_sizes(data, worst=worst, omega_scale=omega, bound_data=true_data)
-        state = _pdhg.init_state(data, st, key, jitter)
+        state = _pdhg.init_state(data, st, key, jitter, slack=slack)
         out = _pdhg.run(data, st, state, n_periods, max_periods=n_periods, period=period,
                         worst=worst, gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data)
-        state = out.state
-        lb = lower_bound(true_data, state.best_u, state.best_nu / st.row_norm, worst=worst,
-                         op=st.bound_op)
-        return jnp.exp(state.theta), lb, state.u
+        return jnp.exp(out.state.theta), out.state.best_lb, out.state.u
 
     axes = batch.batch_axes
     return jax.vmap(one, in_axes=(axes, axes))(batch, true_batch)

@@ -23,9 +23,16 @@ yields a certified lower bound by weak duality; the best one is kept.
 The run stops on the device (``lax.while_loop`` over periods, so under ``vmap`` every batch
 element stops on its own) when the restart iterate's relative gap to the certified lower bound,
 ``(f(A) − LB)/|LB|``, is at most ``gap_tol`` and its largest normalised constraint violation is
-at most ``viol_tol`` (the optimizer passes ``viol_factor · gap_tol``); or when the bound proves the problem infeasible, or an iterate is not
-finite. Everything is a pure function of arrays (``jit``, ``vmap`` over budgets in
-``LinearData``), with no Python branching on traced values.
+at most ``viol_tol`` (the optimizer passes ``viol_factor · gap_tol``); or when the bound
+proves the problem infeasible, or an iterate is not finite. Everything is a pure function of
+arrays (``jit``, ``vmap`` over budgets in ``LinearData``), with no Python branching on traced
+values; the only Python branches are on static shapes and flags.
+
+Memory: the multipliers ``u`` ``[2K, Y]`` dominate on large problems. Without any δ > 0 the
+slack simplices are left out (``phi`` is empty); every reduction over ``G A`` is fused into
+one pass and the transpose gathers rows (:class:`~diffpriv.solvers._linear.Operator`), so the
+compiled step holds no temporary of the multipliers' size. With ``average=False`` (the
+optimizer's lean plan, in float32) no running sums are kept either: ``u`` is held once.
 """
 
 from __future__ import annotations
@@ -63,13 +70,11 @@ class Steps(NamedTuple):
 
 class PDHGState(NamedTuple):
     theta: jax.Array  # [R, Y] table logits (normalised: logsumexp over y is 0)
-    phi: jax.Array  # [2K, Y+1] slack logits (last entry: unused slack)
+    phi: jax.Array  # [2K, Y+1] slack logits (last entry: unused slack); [0, 1] without slack
     t: jax.Array  # [] epigraph variable of the worst-case objective
     u: jax.Array  # [2K, Y] multipliers of the privacy constraints
     nu: jax.Array  # [R] multipliers of the worst-case row constraints (scaled rows)
-    best_u: jax.Array
-    best_nu: jax.Array
-    best_lb: jax.Array  # [] best certified lower bound so far
+    best_lb: jax.Array  # [] best certified lower bound so far (of any dual iterate)
     kkt: jax.Array  # [] KKT error at the last restart
     obj: jax.Array  # [] objective of the restart iterate
     viol: jax.Array  # [] its largest normalised constraint violation
@@ -122,22 +127,20 @@ def step_sizes(data: LinearData, *, worst: bool, omega_scale: float,
                  omega_scale * scale)
 
 
-def init_state(data: LinearData, steps: Steps, key: jax.Array, jitter: float = 1e-3) -> PDHGState:
+def init_state(data: LinearData, steps: Steps, key: jax.Array, jitter: float = 1e-3, *,
+               slack: bool = True) -> PDHGState:
     """Starts from (a seeded jitter of) the uniform table on the support (without a support mask
-    it satisfies every constraint)."""
+    it satisfies every constraint). ``slack=False`` (static; only when every δ is 0) leaves the
+    slack simplices out: ``phi`` is then empty and the run skips every slack term."""
     r, y = data.cost.shape
     m = steps.op.delta.shape[0]
     theta = log_normalise(jitter * jax.random.normal(key, (r, y), dtype=data.cost.dtype), data.mask)
-    zeros_u = jnp.zeros((m, y), dtype=data.cost.dtype)
-    zeros_nu = jnp.zeros((r,), dtype=data.cost.dtype)
     return PDHGState(
         theta=theta,
-        phi=jnp.zeros((m, y + 1), dtype=data.cost.dtype),
-        t=steps.top,
-        u=zeros_u,
-        nu=zeros_nu,
-        best_u=zeros_u,
-        best_nu=zeros_nu,
+        phi=jnp.zeros((m, y + 1) if slack else (0, 1), dtype=data.cost.dtype),
+        t=jnp.copy(steps.top),  # its own buffer: the run donates its state
+        u=jnp.zeros((m, y), dtype=data.cost.dtype),
+        nu=jnp.zeros((r,), dtype=data.cost.dtype),
         best_lb=jnp.asarray(-jnp.inf, dtype=data.cost.dtype),
         kkt=jnp.asarray(jnp.inf, dtype=data.cost.dtype),
         obj=jnp.asarray(jnp.inf, dtype=data.cost.dtype),
@@ -157,10 +160,25 @@ def _certified_bound(data, steps, u, nu, worst):
     return lower_bound(data, u, nu / steps.row_norm, worst=worst, op=steps.bound_op)
 
 
+def _slack_term(steps, w):
+    """``δ ⊙ w`` without the unused entry (``0`` when the run has no slack: ``w`` is empty)."""
+    if w.shape[0] == 0:  # static: no slack simplices
+        return 0.0
+    return steps.op.delta[:, None] * w[:, :-1]
+
+
+def _sum_and_max(v):
+    """``(Σ v, max(v, 0))`` as one variadic reduction, so that ``v`` (the size of the
+    multipliers) is fused into it rather than held in memory for two passes."""
+    zero = jnp.zeros((), v.dtype)
+    return jax.lax.reduce((v, v), (zero, zero),
+                          lambda a, b: (a[0] + b[0], jnp.maximum(a[1], b[1])), tuple(range(v.ndim)))
+
+
 def _violations(data, steps, table, w, t, worst):
     """``(sum, max)`` of the constraint violations in the balanced (normalised) units."""
-    v = jax.nn.relu(steps.op.apply(table) - steps.op.delta[:, None] * w[:, :-1])
-    total, top = jnp.sum(v), jnp.max(v, initial=0.0)
+    v = jax.nn.relu(steps.op.apply(table) - _slack_term(steps, w))
+    total, top = _sum_and_max(v)
     if worst:
         rows = jnp.sum(data.row_loss * table, axis=1)
         r = jnp.where(data.row_active, jax.nn.relu(rows - t) / steps.row_norm, 0.0)
@@ -178,13 +196,12 @@ def _kkt(data, bound_data, steps, table, w, t, u, nu, worst):
     return jnp.abs(obj - lb) + viol, lb, obj, top
 
 
-def _step(data: LinearData, steps: Steps, worst: bool):
+def _step(data: LinearData, steps: Steps, worst: bool, average: bool):
     om = steps.omega
 
     def body(carry, _):
         theta, phi, t, u, nu, sums = carry
         table = jnp.exp(theta)
-        w = jax.nn.softmax(phi, axis=-1)
         grad = steps.op.transpose(u)
         if worst:
             grad = grad + (nu / steps.row_norm)[:, None] * data.row_loss
@@ -192,13 +209,17 @@ def _step(data: LinearData, steps: Steps, worst: bool):
             grad = grad + data.cost
         theta_n = log_normalise(theta - om * steps.tau_a * grad, data.mask)
         table_n = jnp.exp(theta_n)
-        slack_grad = jnp.pad(steps.op.delta[:, None] * u, ((0, 0), (0, 1)))
-        phi_n = phi + om * steps.tau_w * slack_grad
-        phi_n = phi_n - jnp.max(phi_n, axis=-1, keepdims=True)
-        w_n = jax.nn.softmax(phi_n, axis=-1)
+        if phi.shape[0]:  # static: slack simplices for the δ > 0 rows
+            w = jax.nn.softmax(phi, axis=-1)
+            slack_grad = jnp.pad(steps.op.delta[:, None] * u, ((0, 0), (0, 1)))
+            phi_n = phi + om * steps.tau_w * slack_grad
+            phi_n = phi_n - jnp.max(phi_n, axis=-1, keepdims=True)
+            w_n = jax.nn.softmax(phi_n, axis=-1)
+            bar_w = 2.0 * w_n - w
+        else:
+            phi_n = w_n = bar_w = phi
         bar_a = 2.0 * table_n - table
-        bar_w = 2.0 * w_n - w
-        resid = steps.op.apply(bar_a) - steps.op.delta[:, None] * bar_w[:, :-1]
+        resid = steps.op.apply(bar_a) - _slack_term(steps, bar_w)
         u_n = jax.nn.relu(u + steps.sig_u / om * resid)
         if worst:
             t_n = jnp.clip(t - om * steps.tau_t * (1.0 - jnp.sum(nu / steps.row_norm)), 0.0, steps.top)
@@ -206,43 +227,43 @@ def _step(data: LinearData, steps: Steps, worst: bool):
             nu_n = jnp.where(data.row_active, jax.nn.relu(nu + rows / steps.row_norm / om), 0.0)
         else:
             t_n, nu_n = t, nu
-        sums = jax.tree_util.tree_map(jnp.add, sums, (table_n, w_n, t_n, u_n, nu_n))
+        if average:
+            sums = jax.tree_util.tree_map(jnp.add, sums, (table_n, w_n, t_n, u_n, nu_n))
         return (theta_n, phi_n, t_n, u_n, nu_n, sums), None
 
     return body
 
 
 def _period(data: LinearData, bound_data: LinearData, steps: Steps, state: PDHGState, length: int,
-            worst: bool) -> PDHGState:
-    """``length`` PDHG steps, then a restart from the better of current and average."""
+            worst: bool, average: bool = True) -> PDHGState:
+    """``length`` PDHG steps, then a restart from the better of current and average (with
+    ``average=False``, static, no running sums are kept: the run goes on from the current
+    iterate, which saves two multiplier-sized arrays on very large problems)."""
     zeros = (jnp.zeros_like(state.theta), jnp.zeros_like(state.phi), jnp.zeros_like(state.t),
-             jnp.zeros_like(state.u), jnp.zeros_like(state.nu))
+             jnp.zeros_like(state.u), jnp.zeros_like(state.nu)) if average else ()
     carry = (state.theta, state.phi, state.t, state.u, state.nu, zeros)
-    (theta, phi, t, u, nu, sums), _ = jax.lax.scan(_step(data, steps, worst), carry, None, length=length)
-    a_avg, w_avg, t_avg, u_avg, nu_avg = jax.tree_util.tree_map(lambda s: s / length, sums)
+    (theta, phi, t, u, nu, sums), _ = jax.lax.scan(_step(data, steps, worst, average), carry, None,
+                                                   length=length)
     table = jnp.exp(theta)
     w = jax.nn.softmax(phi, axis=-1)
     k_cur, lb_cur, obj_cur, v_cur = _kkt(data, bound_data, steps, table, w, t, u, nu, worst)
+    if not average:
+        return PDHGState(theta, phi, t, u, nu, best_lb=jnp.maximum(state.best_lb, lb_cur),
+                         kkt=k_cur, obj=obj_cur, viol=v_cur)
+    a_avg, w_avg, t_avg, u_avg, nu_avg = jax.tree_util.tree_map(lambda s: s / length, sums)
     k_avg, lb_avg, obj_avg, v_avg = _kkt(data, bound_data, steps, a_avg, w_avg, t_avg, u_avg, nu_avg,
                                          worst)
     use_avg = k_avg <= k_cur
     theta_avg = log_normalise(jnp.log(a_avg), data.mask)
     phi_avg = jnp.log(w_avg)
     pick = lambda a, b: jnp.where(use_avg, a, b)  # noqa: E731
-    better_cur = lb_cur >= lb_avg
-    lb = jnp.maximum(lb_cur, lb_avg)
-    improve = lb > state.best_lb
-    best_u = jnp.where(improve, jnp.where(better_cur, u, u_avg), state.best_u)
-    best_nu = jnp.where(improve, jnp.where(better_cur, nu, nu_avg), state.best_nu)
     return PDHGState(
         theta=pick(theta_avg, theta),
         phi=pick(phi_avg, phi),
         t=pick(t_avg, t),
         u=pick(u_avg, u),
         nu=pick(nu_avg, nu),
-        best_u=best_u,
-        best_nu=best_nu,
-        best_lb=jnp.maximum(state.best_lb, lb),
+        best_lb=jnp.maximum(state.best_lb, jnp.maximum(lb_cur, lb_avg)),
         kkt=jnp.minimum(k_avg, k_cur),
         obj=pick(obj_avg, obj_cur),
         viol=pick(v_avg, v_cur),
@@ -256,7 +277,7 @@ def relative_gap(state: PDHGState) -> jax.Array:
 
 
 def _status(data: LinearData, state: PDHGState, gap_tol, viol_tol) -> jax.Array:
-    finite = (jnp.all(jnp.isfinite(state.u)) & jnp.isfinite(state.obj)
+    finite = (jnp.isfinite(state.kkt) & jnp.isfinite(state.obj)
               & ~jnp.any(jnp.isnan(state.theta)))
     infeasible = proves_infeasible(data, state.best_lb)
     converged = (relative_gap(state) <= gap_tol) & (state.viol <= viol_tol)
@@ -264,11 +285,13 @@ def _status(data: LinearData, state: PDHGState, gap_tol, viol_tol) -> jax.Array:
 
 
 def run(data: LinearData, steps: Steps, state: PDHGState, limit, *, max_periods: int, period: int,
-        worst: bool, gap_tol, viol_tol, bound_data: LinearData | None = None) -> PDHGOutput:
+        worst: bool, gap_tol, viol_tol, bound_data: LinearData | None = None,
+        average: bool = True) -> PDHGOutput:
     """Runs periods of ``period`` steps until the status is decided or ``limit`` periods
     (traced, at most the static ``max_periods``) have run: a ``lax.while_loop``, so under
     ``vmap`` each batch element stops on its own. Bounds are certified at ``bound_data``'s
-    budgets (default ``data``'s; pass the real budgets when ``data`` is tightened)."""
+    budgets (default ``data``'s; pass the real budgets when ``data`` is tightened). ``average``
+    (static): keep running averages as restart candidates (see :func:`_period`)."""
     bound_data = data if bound_data is None else bound_data
     nan = jnp.full((max_periods,), jnp.nan, dtype=data.cost.dtype)
 
@@ -278,7 +301,7 @@ def run(data: LinearData, steps: Steps, state: PDHGState, limit, *, max_periods:
 
     def body(carry):
         st, i, _, (kkt, lb, gap) = carry
-        st = _period(data, bound_data, steps, st, period, worst)
+        st = _period(data, bound_data, steps, st, period, worst, average)
         trace = (kkt.at[i].set(st.kkt), lb.at[i].set(st.best_lb), gap.at[i].set(relative_gap(st)))
         return st, i + 1, _status(data, st, gap_tol, viol_tol), trace
 

@@ -25,14 +25,19 @@ from diffpriv.problems._problem import Problem
 __all__ = ["polish", "violation"]
 
 
-def violation(g, delta: np.ndarray, a: np.ndarray) -> np.ndarray:
+def violation(g, delta: np.ndarray, a: np.ndarray, *, entries: int = 2**24) -> np.ndarray:
     """Per-direction violation: pure rows per output, approximate rows as one hockey-stick
-    (``g``: the normalised ``[M, R]`` constraint matrix, scipy CSR)."""
-    v = np.asarray(g @ a)  # [M, Y]
+    (``g``: the normalised ``[M, R]`` constraint matrix, scipy CSR). Computed over slices of
+    output columns with at most ``entries`` entries of ``g @ a`` each."""
     pure = delta == 0
-    out = np.where(pure[:, None], v, -np.inf)
-    hs = np.maximum(v, 0.0).sum(axis=1) - delta
-    return np.maximum(out.max(axis=1, initial=-np.inf), np.where(pure, -np.inf, hs))
+    top = np.full(delta.shape, -np.inf)
+    hs = -delta.astype(np.float64)
+    step = max(1, entries // max(g.shape[0], 1))
+    for lo in range(0, a.shape[1], step):
+        v = np.asarray(g @ a[:, lo:lo + step])  # [M, columns]
+        top = np.maximum(top, v.max(axis=1, initial=-np.inf))
+        hs += np.maximum(v, 0.0).sum(axis=1)
+    return np.where(pure, top, hs)
 
 
 def polish(problem: Problem, table: np.ndarray, g: np.ndarray, delta: np.ndarray, u: np.ndarray,
