@@ -261,13 +261,16 @@ def test_exact_mode_proves_equal_laws_at_a_tiny_budget():
     assert holds(comparison_levels(problem, table), budgets(problem.blocks()), problem.shape).all()
 
 
-def test_xdp_exponent_overflowing_float64_is_still_a_finite_budget():
-    """ε·d(x, x') = 1e307 · 20 overflows to +∞: every finite level meets it, +∞ does not."""
+def test_xdp_huge_exponent_is_met_by_every_finite_level_and_an_overflowing_one_is_an_error():
+    """ε·d(x, x') = 1e306 · 20: every finite level meets it, +∞ does not. At ε = 1e307 the
+    product overflows float64: the specification rejects it (issue 6)."""
     X = dp.Domain(("a", "b", "c"), coords=np.array([[0.0], [10.0], [20.0]]))
-    problem = dp.Problem(X, X, np.ones((3, 3)), np.ones(3) / 3, constraints=(dp.ExtendedDP(1e307),))
+    with pytest.raises(dp.SpecError, match=r"constraints\[0\]\.epsilon: .* overflows float64"):
+        dp.Problem(X, X, np.ones((3, 3)), np.ones(3) / 3, constraints=(dp.ExtendedDP(1e307),))
+    problem = dp.Problem(X, X, np.ones((3, 3)), np.ones(3) / 3, constraints=(dp.ExtendedDP(1e306),))
     blocks = problem.blocks()
     bud = budgets(blocks)
-    assert np.isinf(bud.eps).any()
+    assert bud.eps.max() == pytest.approx(2e307, rel=1e-15)
     full = np.array([[[0.5, 0.3, 0.2], [0.2, 0.5, 0.3], [0.3, 0.2, 0.5]]])
     assert holds(comparison_levels(problem, full, blocks), bud, problem.shape).all()
     assert exact_holds(problem, full).all()

@@ -49,12 +49,17 @@ def pure_level(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
 def hockey_stick(P: np.ndarray, Q: np.ndarray, eps) -> np.ndarray:
     """One direction: ``Σ_y max(0, P[y] − e^ε Q[y])``; ``eps`` broadcasts against ``[...]``.
 
-    ``e^ε Q[y]`` is taken as 0 where ``Q[y] = 0`` (also when ``e^ε`` overflows).
+    ``e^ε Q[y]`` is formed as ``h·(h·Q[y])`` with ``h = e^{ε/2}``: whenever ``e^ε Q[y] ≤ 1``
+    (the only outputs that can contribute, ``P[y] ≤ 1``), ``h ≤ Q[y]^{-1/2} ≤ 2^537`` and
+    ``h·Q[y] ≤ 1``, so nothing overflows although ``e^ε`` alone does for ``ε > 709.78`` (a
+    subnormal ``Q[y]`` then still counts: ``e^720 · 1e-320 ≈ 1e-7``). Where the true product
+    exceeds float64 the computed one is ``+∞`` and the term 0, as it should be. ``Q[y] = 0``
+    gives ``e^ε Q[y] = 0`` for every ``ε``.
     """
     P, Q = np.asarray(P, np.float64), np.asarray(Q, np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):  # inf · 0 is masked below
-        c = np.exp(np.asarray(eps, np.float64))[..., None]
-        scaled = np.where(Q > 0, c * Q, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow to +∞ is right; ∞ · 0 is masked
+        h = np.exp(0.5 * np.asarray(eps, np.float64))[..., None]
+        scaled = np.where(Q > 0, h * (h * Q), 0.0)
     return np.maximum(P - scaled, 0.0).sum(axis=-1)
 
 
@@ -64,7 +69,7 @@ def delta_level(P: np.ndarray, Q: np.ndarray, eps) -> np.ndarray:
 
 
 def _tight_one_way(P: np.ndarray, Q: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """Least ``c ≥ 0`` with ``D(c) = Σ_y max(0, P − cQ) ≤ δ``, for ``[K, n]`` laws.
+    """``ln`` of the least ``c ≥ 0`` with ``D(c) = Σ_y max(0, P − cQ) ≤ δ``, for ``[K, n]`` laws.
 
     ``D`` is non-increasing, convex and piecewise linear in ``c`` with breakpoints at the
     likelihood ratios ``r_y = P_y / Q_y``. Sort them decreasingly; at ``c = r_i`` the active
@@ -73,29 +78,33 @@ def _tight_one_way(P: np.ndarray, Q: np.ndarray, delta: np.ndarray) -> np.ndarra
     If ``M > δ`` no ``c`` works (``+∞``). Otherwise let ``i`` be the first breakpoint with
     ``D(r_i) > δ``; the answer lies on the segment left of it, where ``D`` is linear:
     ``c = (M + SP_i − δ) / SQ_i``.
+
+    Ratios are kept as logarithms: ``r_y`` reaches ``2^1074`` (beyond float64) for a subnormal
+    ``Q_y``, while ``r_i SQ_i ≤ SP_i ≤ 1`` always (every ``j < i`` has ``r_i Q_j ≤ P_j``).
     """
     K, n = P.shape
     finite = Q > 0
+    used = finite & (P > 0)
     mass_inf = np.where(finite, 0.0, P).sum(axis=1)
-    with np.errstate(over="ignore"):
-        ratio = np.where(finite, P / np.where(finite, Q, 1.0), 0.0)
-    order = np.argsort(-ratio, axis=1, kind="stable")
-    r = np.take_along_axis(ratio, order, axis=1)
+    log_r = np.where(used, np.log(np.where(used, P, 1.0)) - np.log(np.where(used, Q, 1.0)), -np.inf)
+    order = np.argsort(-log_r, axis=1, kind="stable")
+    lr = np.take_along_axis(log_r, order, axis=1)
     p = np.take_along_axis(np.where(finite, P, 0.0), order, axis=1)
     q = np.take_along_axis(np.where(finite, Q, 0.0), order, axis=1)
     zero = np.zeros((K, 1))
     sp = np.concatenate([zero, np.cumsum(p, axis=1)], axis=1)  # [K, n+1], sp[:, i] = Σ_{j<i}
     sq = np.concatenate([zero, np.cumsum(q, axis=1)], axis=1)
-    with np.errstate(invalid="ignore"):
-        active_q = np.where(sq[:, :n] > 0, r * sq[:, :n], 0.0)
-    d_at = mass_inf[:, None] + sp[:, :n] - active_q  # D(r_i), non-decreasing in i
-    above = d_at > delta[:, None]
-    first = np.where(above.any(axis=1), np.argmax(above, axis=1), n)
-    rows = np.arange(K)
-    sp_i, sq_i = sp[rows, first], sq[rows, first]
-    c = (mass_inf + sp_i - delta) / np.where(sq_i > 0, sq_i, 1.0)
-    c = np.where(sq_i > 0, c, 0.0)
-    return np.where(mass_inf > delta, np.inf, c)
+    with np.errstate(divide="ignore"):  # ln 0 = −∞: an empty prefix, a zero numerator
+        active_q = np.exp(lr + np.log(sq[:, :n]))  # r_i · SQ_i; −∞ (no ratio or prefix) gives 0
+        d_at = mass_inf[:, None] + sp[:, :n] - active_q  # D(r_i), non-decreasing in i
+        above = d_at > delta[:, None]
+        first = np.where(above.any(axis=1), np.argmax(above, axis=1), n)
+        rows = np.arange(K)
+        sp_i, sq_i = sp[rows, first], sq[rows, first]
+        top = mass_inf + sp_i - delta
+        log_c = np.log(np.where(top > 0, top, 0.0)) - np.log(np.where(sq_i > 0, sq_i, 1.0))
+    log_c = np.where(sq_i > 0, log_c, -np.inf)
+    return np.where(mass_inf > delta, np.inf, log_c)
 
 
 def tight_epsilon(P: np.ndarray, Q: np.ndarray, delta) -> np.ndarray:
@@ -107,8 +116,7 @@ def tight_epsilon(P: np.ndarray, Q: np.ndarray, delta) -> np.ndarray:
     """
     P, Q = np.atleast_2d(np.asarray(P, np.float64)), np.atleast_2d(np.asarray(Q, np.float64))
     delta = np.broadcast_to(np.asarray(delta, np.float64), P.shape[:1])
-    c = np.maximum(_tight_one_way(P, Q, delta), _tight_one_way(Q, P, delta))
-    return np.log(np.maximum(c, 1.0))
+    return np.maximum(np.maximum(_tight_one_way(P, Q, delta), _tight_one_way(Q, P, delta)), 0.0)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -35,25 +35,43 @@ normalisation (float row sum vs. exact sum). ``np.log`` is accurate to a few ulp
 which is below ``pure_margin(ε) = 1e-9·max(1, ε) + 64·(n_in + n_out)·u`` wherever
 ``level ≈ ε``: the ``64·(…)·u`` term covers ``2·e_P`` for any sizes, ``1e-9`` covers the
 logarithms, ``1e-9·ε`` the level's own ulp and the rounding of the extended-DP exponent
-``ε·d(x, x')`` (an exponent that overflows to ``+∞`` is met by every finite level:
-:func:`pure_bound`).
+``ε·d(x, x')``. That exponent is a float64 product of ``ε`` and a distance that is itself rounded:
+a Euclidean distance in ``dim`` coordinates is within ``3·dim·u`` (relative) of the true one
+(:meth:`~diffpriv.problems.Problem.pair_distances` accumulates ``np.hypot``, so a distance whose
+square is subnormal or overflows is still accurate), so ``1e-9·ε`` is an outward (downward)
+bound of the true budget for any ``dim < 10^6``. The specification rejects an exponent or a
+distance beyond float64 (:class:`~diffpriv.problems.ExtendedDP`).
 
 For the hockey-stick only outputs with ``e^ε Q[y] ≲ P[y]`` contribute, so every error is
-relative to ``P[y]``: ``e_P`` for ``P``, ``e_P + 2u`` for ``fl(e^ε)·Q`` (``np.exp`` within an
-ulp, one product), ``u`` for the subtraction, at most ``(2·e_P + 3u)·Σ P ≤ (4 n_in + 34 n_out
-+ 7)·u`` in all (``Σ P = 1``), plus ``n_out·u`` for the final sum:
-``(4 n_in + 35 n_out + 7)·u < 64·(n_in + n_out)·u``, below
-``delta_margin = 1e-12 + 64·(n_in + n_out)·u`` (the ``1e-12`` covers the second-order terms and
-a few more ulps of ``np.exp``).
+relative to ``P[y]``: ``e_P`` for ``P``, ``e_P + 6u`` for ``h·(h·Q)`` with ``h = fl(e^{ε/2})``
+(``np.exp`` within an ulp, two products; see :func:`._levels.hockey_stick`: this never
+overflows where the term counts), ``u`` for the subtraction, at most ``(2·e_P + 7u)·Σ P ≤
+(4 n_in + 34 n_out + 11)·u`` in all (``Σ P = 1``), plus ``n_out·u`` for the final sum:
+``(4 n_in + 35 n_out + 11)·u < 64·(n_in + n_out)·u``, below
+``delta_margin = 1e-12 + 64·(n_in + n_out)·u`` (the ``1e-12`` covers the second-order terms, a
+few more ulps of ``np.exp`` and the absolute ``h · 2^-1075 ≤ 2^-538`` of an ``h·Q`` rounded in
+the subnormal range).
+
+**Underflow.** A dense law entry in the underflow range (:func:`._laws.underflow_risk`) also
+carries an *absolute* error of up to ``n_in · 2^-1075`` (products rounded among subnormals; sums
+of subnormals are exact), which the hockey-stick multiplies by ``e^ε``: at ``ε = 743.9`` a law
+``0.75·2^-1074`` computed as ``2^-1074`` moves a term by 0.07. Such a comparison must therefore
+meet ``δ(ε) ≤ δ − m_δ − e^ε·(n_in + 1)·n_out·2^-1070`` (:func:`underflow_margin`, which bounds
+that error on both sides with room): nothing for ``ε ≲ 700``, a rejection where ``e^ε 2^-1074``
+is not small. A pure level with such an entry is not certified at all (its ratio can be off by
+any factor).
 
 A comparison **holds** in float64 iff its two laws are equal exactly
 (:func:`._laws.identical_rows`: the same weights on equal rows, e.g. on the same profile, or
 only one distinct row involved; every level is then exactly 0), or ``pure ≤ ε − m_pure(ε)`` (pure; finite and
-no underflow risk), or ``δ(ε) ≤ δ − m_δ`` (approximate).
+no underflow risk), or ``δ(ε) ≤ δ − m_δ`` (approximate; less the underflow margin where there is
+an underflow risk).
 Repair aims at twice these margins (:data:`REPAIR_FACTOR`) so its output verifies.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -68,6 +86,7 @@ __all__ = [
     "pure_margin",
     "pure_bound",
     "delta_margin",
+    "underflow_margin",
     "row_sum_tolerance",
     "table_problems",
     "sanitize_table",
@@ -96,8 +115,8 @@ def pure_margin(eps, n_in: int, n_out: int):
 def pure_bound(eps, n_in: int, n_out: int, factor: float = 1.0):
     """What a pure level must not exceed: ``ε − factor·pure_margin(ε)``.
 
-    ``+∞`` where ``ε = +∞``: an extended-DP exponent ``ε·d(x, x')`` that overflows float64 is
-    still a finite budget, met by every finite level.
+    ``+∞`` where ``ε = +∞`` (a budget beyond float64 is met by every finite level; the
+    specification rejects such extended-DP exponents, so this is only a guard).
     """
     eps = np.asarray(eps, dtype=np.float64)
     finite = np.isfinite(eps)
@@ -108,6 +127,16 @@ def pure_bound(eps, n_in: int, n_out: int, factor: float = 1.0):
 def delta_margin(n_in: int, n_out: int) -> float:
     """Absolute safety margin of a hockey-stick δ: ``1e-12 + 64·(n_in + n_out)·u``."""
     return 1e-12 + 64.0 * (n_in + n_out) * U64
+
+
+def underflow_margin(eps, n_in: int, n_out: int):
+    """Extra δ margin where a dense law is in the underflow range: ``e^ε·(n_in + 1)·n_out·2^-1070``.
+
+    ``ε`` is capped at 1000 (the margin is then ``≈ e^258``, a certain rejection) so that
+    nothing overflows.
+    """
+    exponent = np.minimum(np.asarray(eps, np.float64), 1000.0)
+    return np.exp(exponent + math.log((n_in + 1) * n_out) - 1070 * math.log(2.0))
 
 
 def row_sum_tolerance(n_out: int) -> float:
@@ -213,5 +242,7 @@ def holds(
     pure = budgets.delta == 0
     ok_pure = np.isfinite(levels.pure) & (levels.pure <= pure_bound(budgets.eps, n_in, n_out, factor))
     ok_pure &= ~levels.underflow
-    ok_approx = levels.delta <= budgets.delta - factor * delta_margin(n_in, n_out)
+    margin = delta_margin(n_in, n_out) + np.where(
+        levels.underflow, underflow_margin(budgets.eps, n_in, n_out), 0.0)
+    ok_approx = levels.delta <= budgets.delta - factor * margin
     return levels.identical | np.where(pure, ok_pure, ok_approx)

@@ -94,9 +94,11 @@ def json_number(x: float | None) -> float | str | None:
 
 
 def _effective_eps(pure: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """``pure / scale``, with ``0/0 = 0`` and ``x/0 = +∞`` for ``x > 0``."""
+    """``pure / scale``, with ``0/0 = 0`` and ``x/0 = +∞`` for ``x > 0`` (and ``+∞`` where the
+    quotient exceeds float64, e.g. a level of 1 over a distance of ``5e-324``)."""
     safe = np.where(scale > 0, scale, 1.0)
-    return np.where(scale > 0, pure / safe, np.where(pure > 0, np.inf, 0.0))
+    with np.errstate(over="ignore"):
+        return np.where(scale > 0, pure / safe, np.where(pure > 0, np.inf, 0.0))
 
 
 def summarize(

@@ -266,15 +266,42 @@ class ExtendedDP(_InputPairs):
         _check_name(field, self.name)
         if problem.input_metric is None and problem.inputs.coords is None:
             raise SpecError(f"{field}: extended DP needs input coordinates or an input metric")
-        return dataclasses.replace(self, epsilon=_check_budget(f"{field}.epsilon", self.epsilon),
-                                   pairs=self._checked_pairs(problem, field))
+        out = dataclasses.replace(self, epsilon=_check_budget(f"{field}.epsilon", self.epsilon),
+                                  pairs=self._checked_pairs(problem, field))
+        out._check_budgets(problem, field)
+        return out
+
+    def _check_budgets(self, problem, field: str) -> None:
+        """Every distance ``d(x, x')`` and budget ``ε·d(x, x')`` must be a finite float64 (an
+        infinite one would certify any level, and ``0 · ∞`` is NaN). The pairs are measured only
+        when a cheap upper bound of every distance (the largest metric entry, or ``√dim`` times
+        the widest side of the coordinates' bounding box) does not already settle it."""
+        with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are reported below
+            if problem.input_metric is not None:
+                bound = float(problem.input_metric.max(initial=0.0))
+            else:
+                c = problem.inputs.coords
+                bound = float((c.max(axis=0) - c.min(axis=0)).max()) * np.sqrt(c.shape[1])
+            if np.isfinite(2.0 * bound * max(self.epsilon, 1.0)):  # 2: room for rounding
+                return
+            pairs = _input_pairs(problem, self.pairs)
+            d = problem.pair_distances(pairs[:, 0], pairs[:, 1])
+            eps = self.epsilon * d
+        labels = problem.inputs.labels
+        if not np.all(np.isfinite(d)):
+            a, b = pairs[np.argmin(np.isfinite(d))]
+            raise SpecError(f"{field}: inputs {labels[a]!r} and {labels[b]!r} are farther apart "
+                            "than float64 can represent")
+        if not np.all(np.isfinite(eps)):
+            k = int(np.argmin(np.isfinite(eps)))
+            a, b = pairs[k]
+            raise SpecError(f"{field}.epsilon: the budget ε·d(x, x') = {self.epsilon:g} · "
+                            f"{d[k]:g} for inputs {labels[a]!r}, {labels[b]!r} overflows float64")
 
     def blocks(self, problem, index: int) -> tuple[Block, ...]:
         pairs = _input_pairs(problem, self.pairs)
-        d = problem.pair_distances(pairs[:, 0], pairs[:, 1])
-        with np.errstate(over="ignore"):  # ε·d = inf is a budget every finite level meets
-            eps = self.epsilon * d
-        return (_row_pairs(problem, index, pairs, eps, d, 0.0, scaled=True),)
+        d = problem.pair_distances(pairs[:, 0], pairs[:, 1])  # finite, and so is ε·d (check)
+        return (_row_pairs(problem, index, pairs, self.epsilon * d, d, 0.0, scaled=True),)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "epsilon": float(self.epsilon),

@@ -89,13 +89,35 @@ class Domain:
         return Domain(labels, coords)
 
     def distances(self, other: Domain) -> np.ndarray:
-        """Euclidean distances ``[n_self, n_other]`` between coordinates."""
+        """Euclidean distances ``[n_self, n_other]`` between coordinates (see :func:`euclidean`:
+        two ``[n_self, n_other]`` arrays of memory, ``+∞`` beyond float64)."""
         if self.coords is None or other.coords is None:
             raise SpecError("loss: euclidean needs coordinates for both domains")
         if self.coords.shape[1] != other.coords.shape[1]:
             raise SpecError("loss: input and output coordinates have different dimensions")
-        diff = self.coords[:, None, :] - other.coords[None, :, :]
-        return np.sqrt(np.sum(diff * diff, axis=-1))
+        return euclidean(self.coords, other.coords, outer=True)
+
+
+def euclidean(a: np.ndarray, b: np.ndarray, *, outer: bool = False) -> np.ndarray:
+    """Euclidean distances between the rows of ``a`` ``[n, dim]`` and ``b``.
+
+    ``outer=True``: every pair, ``[n, m]`` for ``b`` of shape ``[m, dim]``; else row by row,
+    ``[n]`` for ``b`` of shape ``[n, dim]``. The coordinates are accumulated one at a time,
+    ``r ← hypot(r, a_j − b_j)``, so no square is formed: a distance whose square would be
+    subnormal (below ``1e-154``) or overflow (above ``1e154``) is still accurate, to
+    ``3·dim·u`` relative (``u = 2^-53``: half an ulp for each difference, one ulp per
+    ``hypot``). Memory is two result-sized arrays, never ``[n, m, dim]``. A distance beyond
+    float64 (a difference that overflows) is ``+∞``, without a warning.
+    """
+    sub = np.subtract.outer if outer else np.subtract
+    with np.errstate(over="ignore"):
+        r = sub(a[:, 0], b[:, 0])
+        np.abs(r, out=r)
+        tmp = np.empty_like(r) if a.shape[1] > 1 else r
+        for j in range(1, a.shape[1]):
+            sub(a[:, j], b[:, j], out=tmp)
+            np.hypot(r, tmp, out=r)
+    return r
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -265,8 +287,7 @@ class Problem:
         building the ``[n_in, n_in]`` matrix."""
         if self.input_metric is not None:
             return self.input_metric[a, b]
-        diff = self.inputs.coords[a] - self.inputs.coords[b]
-        return np.sqrt(np.sum(diff * diff, axis=-1))
+        return euclidean(self.inputs.coords[a], self.inputs.coords[b])
 
     def blocks(self) -> tuple[Block, ...]:
         """Every constraint expanded into typed comparison blocks (:mod:`._blocks`), in
