@@ -1,19 +1,24 @@
 """The ``diffpriv`` command line: ``optimize``, ``certify``, ``export``, ``plot``, ``reference``.
 
 Exit codes: 0 success; 1 a certificate's claims do not hold (or a solver failed); 2 a user
-error — a bad config, a bad option value, a missing or malformed file — reported as one line
-``error: ...`` on stderr, without a traceback and without writing any output. Every command
-that reads a certificate reads it with :func:`_read_certificate`, which checks its keys, types
-and shapes (:mod:`diffpriv.certification._schema`) before :func:`diffpriv.certification.verify` checks its
-claims. JAX is imported only once a config has been validated, inside ``optimize``; matplotlib
-only inside ``plot``.
+error — a bad config, a bad option value, a missing, malformed or too large file, an output
+location that cannot be written — reported as one line ``error: ...`` on stderr, without a
+traceback and without writing any output. Every command that reads a certificate reads it
+with :func:`_read_certificate`, which checks its size, keys, types and shapes
+(:mod:`diffpriv.certification._schema`) before :func:`diffpriv.certification.verify` checks its
+claims. Output locations are checked before anything is computed. JAX is imported only once a
+config has been validated, inside ``optimize``; matplotlib only inside ``plot``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
+import os
+import tempfile
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -24,12 +29,21 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup, TyperOption
 
-from diffpriv.certification._schema import CertificateFormatError, CheckedCertificate, check_certificate
-from diffpriv.config._config import MAX_SEED, ConfigError, OptimizerOptions, load_config
+from diffpriv.certification._schema import (
+    CertificateFormatError,
+    CheckedCertificate,
+    admit_certificate,
+    check_certificate,
+    read_certificate,
+)
+from diffpriv.config._config import MAX_CONFIG_BYTES, MAX_SEED, ConfigError, OptimizerOptions, load_config
 from diffpriv.io._export import FORMATS, jsonable, write_json, write_table
-from diffpriv.io._files import FileFormatError, read_json
+from diffpriv.io._files import FileFormatError, read_bytes
 from diffpriv.problems._problem import Problem, SpecError
-from diffpriv.problems._size import admit
+from diffpriv.problems._size import SizeError, admit
+from diffpriv.solvers._options import Options
+
+MAX_STEPS = next(f.metadata["le"] for f in dataclasses.fields(Options) if f.name == "steps")
 
 
 class _Commands(TyperGroup):
@@ -44,6 +58,8 @@ class _Commands(TyperGroup):
             if isinstance(e.param, TyperOption) and e.message:  # "--seed: input should be ..."
                 msg = f"{e.param.opts[0]}: {e.message[:1].lower()}{e.message[1:]}"
             _fail(msg.removesuffix("."))
+        except MemoryError:  # the last line of defence: inputs are bounded before they are read
+            _fail("out of memory: the input is too large for this machine")
 
 
 app = typer.Typer(
@@ -61,7 +77,9 @@ console = Console(highlight=False)
 
 
 def _fail(msg: str, code: int = 2) -> NoReturn:
-    typer.echo("error: " + " ".join(str(msg).split()), err=True)
+    line = " ".join(str(msg).split())  # one line, whatever the message holds
+    line = line.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate, escaped
+    typer.echo("error: " + line, err=True)
     raise typer.Exit(code)
 
 
@@ -78,38 +96,83 @@ def _user_errors() -> Iterator[None]:
 
 def _load(config: Path) -> tuple[Problem, OptimizerOptions]:
     with _user_errors():
-        return load_config(config)
+        try:
+            return load_config(config)
+        except MemoryError:
+            _fail(f"{config}: out of memory while building the problem; use fewer inputs, "
+                  "outputs or items")
 
 
 # -- reading a certificate --------------------------------------------------------------------
 
 
 def _read_certificate(path: Path) -> CheckedCertificate:
-    """The one reader of certificates for every command: the JSON, the problem and the table
-    (format checked by :func:`diffpriv.certification._schema.check_certificate`), or exit 2 with one
+    """The one reader of certificates for every command: the JSON (within the limits of
+    :func:`diffpriv.certification._schema.read_certificate`), the problem and the table (format
+    checked by :func:`diffpriv.certification._schema.check_certificate`), or exit 2 with one
     line ``error: <path>: <field>: <problem>``."""
     try:
-        return check_certificate(read_json(path))
+        return check_certificate(read_certificate(path))
     except FileFormatError as e:
         _fail(str(e))
     except CertificateFormatError as e:
         _fail(f"{path}: {e}")
+    except MemoryError:
+        _fail(f"{path}: cannot be checked: out of memory while reading it")
 
 
 def _verify(path: Path, cert: CheckedCertificate, exact: bool = False):
-    """``verify`` of a checked certificate; should it raise all the same, exit 2, no traceback."""
+    """``verify`` of a checked certificate; a certificate too large to check, or a verify that
+    raises all the same, is exit 2 (its claims were not checked), never a traceback."""
     from diffpriv.certification import verify
 
     try:
         return verify(cert.data, exact=exact)
-    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, RecursionError,
-            MemoryError) as e:
+    except SizeError as e:
+        _fail(f"{path}: cannot be checked: {e}")
+    except MemoryError:
+        _fail(f"{path}: cannot be checked: out of memory")
+    except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, RecursionError) as e:
         _fail(f"{path}: certificate: cannot be checked ({type(e).__name__}: {e})")
 
 
+def _writable_folder(option: str, folder: Path) -> None:
+    """Exit 2 unless ``folder`` is, or can be made, a folder this process can write in: its
+    nearest existing ancestor is a folder that a file can be created in (tried, and removed)."""
+    try:
+        if folder.exists() and not folder.is_dir():
+            _fail(f"{option}: {folder} exists and is not a folder")
+        probe = folder
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not probe.is_dir():
+            _fail(f"{option}: {probe} is not a folder")
+    except ValueError:  # an embedded NUL character
+        _fail(f"{option}: the path contains a NUL character")
+    except OSError as e:  # a folder on the way that cannot be searched
+        _fail(f"{option}: cannot write in {folder} ({e.strerror or e})")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".diffpriv-probe-")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        _fail(f"{option}: cannot write in {probe} ({e.strerror or e})")
+
+
 def _check_out_dir(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        _fail(f"--out: {out} exists and is not a folder")
+    _writable_folder("--out", out)
+
+
+def _check_out_file(target: Path) -> None:
+    """A file to write: not a folder, in a folder that can be written."""
+    try:
+        if target.is_dir():
+            _fail(f"--out: {target} is a folder")
+    except ValueError:
+        _fail("--out: the path contains a NUL character")
+    except OSError as e:
+        _fail(f"--out: cannot write {target} ({e.strerror or e})")
+    _writable_folder("--out", target.parent)
 
 
 def _certify_and_save(problem: Problem, table: np.ndarray, out: Path, meta: dict, seed: int | None):
@@ -129,10 +192,15 @@ def _certify_and_save(problem: Problem, table: np.ndarray, out: Path, meta: dict
 
 
 def _meta(command: str, config: Path, **extra: Any) -> dict[str, Any]:
+    with _user_errors():
+        try:  # read again (it was validated): the same limits, and no FIFO swapped in meanwhile
+            text = read_bytes(config, limit=MAX_CONFIG_BYTES, what="a config")
+        except FileFormatError as e:
+            _fail(str(e))
     return {
         "command": command,
         "config": str(config),
-        "config_sha256": hashlib.sha256(config.read_bytes()).hexdigest(),
+        "config_sha256": hashlib.sha256(text).hexdigest(),
         **extra,
     }
 
@@ -228,7 +296,11 @@ def optimize(
         typer.Option(help="Random seed; overrides \\[optimizer] seed.", min=0, max=MAX_SEED),
     ] = None,
     steps: Annotated[
-        int | None, typer.Option(help="Optimizer steps; overrides \\[optimizer] steps.", min=1)
+        int | None,
+        typer.Option(help="Optimizer steps; overrides \\[optimizer] steps. The optimizer runs whole "
+                     "periods (\\[optimizer] period, default 500): N is rounded up to a multiple "
+                     "of the period, so fewer steps than one period run one period.",
+                     min=1, max=MAX_STEPS),
     ] = None,
     progress: Annotated[
         bool, typer.Option(help="Show a progress bar on stderr (only when it is a terminal).")
@@ -247,6 +319,8 @@ def optimize(
     with _user_errors():
         for stage in ("optimizer", "certifier"):
             admit(problem, stage)
+        admit_certificate(problem)
+    meta = jsonable(_meta("optimize", config))
     kwargs = options.kwargs()  # the [optimizer] table; the command line overrides seed, steps
     config_seed, config_steps = kwargs.pop("seed"), kwargs.pop("steps")
     seed = config_seed if seed is None else seed
@@ -258,8 +332,7 @@ def optimize(
     from diffpriv.certification import RepairError, TableError
 
     try:
-        d = design(problem, seed=seed, progress=progress,
-                   meta=jsonable(_meta("optimize", config)), **kwargs)
+        d = design(problem, seed=seed, progress=progress, meta=meta, **kwargs)
     except InfeasibleError as e:
         _fail(f"{config}: {e}", code=1)
     except (RepairError, TableError) as e:
@@ -321,6 +394,8 @@ def export(
     """
     if format not in FORMATS:
         _fail(f"--format: must be one of {', '.join(FORMATS)}, got {format!r}")
+    target = out if out is not None else file.with_name(f"table.{format}")
+    _check_out_file(target)
     cert = _read_certificate(file)
     report = _verify(file, cert)
     if not report.ok:
@@ -328,9 +403,11 @@ def export(
         for failure in report.failures:
             typer.echo(f"FAIL {failure}", err=True)
         raise typer.Exit(1)
-    target = out if out is not None else file.with_name(f"table.{format}")
     with _user_errors():
-        write_table(cert.problem, cert.table, format, target)
+        try:
+            write_table(cert.problem, cert.table, format, target)
+        except MemoryError:
+            _fail(f"{file}: cannot be exported: out of memory")
     console.print(f"wrote {target} ({format}, table of shape {cert.problem.shape})")
 
 
@@ -353,14 +430,24 @@ def plot(
     target = out if out is not None else file.with_name("plot.png")
     if target.suffix.lower() != ".png":
         _fail(f"--out: must be a .png file, got {str(target)!r}")
+    _check_out_file(target)
     cert = _read_certificate(file)
+    from diffpriv.certification._safety import table_problems
+
+    with np.errstate(over="ignore", invalid="ignore"):  # a row sum of inf is reported as such
+        bad = table_problems(cert.problem, cert.table)
+    if bad:  # not a table of probabilities: nothing to draw (the claims are not checked)
+        _fail(f"{file}: cannot be drawn: {bad[0]}; does certify accept it?")
     from diffpriv.io._plot import plot_certificate  # imports matplotlib
 
-    with _user_errors():
+    with _user_errors(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning is an error line, never stderr noise
         try:
             plot_certificate(cert.problem, cert.table, cert.data, target, title=str(file))
-        except (ArithmeticError, ValueError) as e:  # absurd numbers (the claims are not checked)
+        except (ArithmeticError, ValueError, Warning) as e:  # absurd numbers
             _fail(f"{file}: cannot be drawn ({type(e).__name__}: {e}); does certify accept it?")
+        except MemoryError:
+            _fail(f"{file}: cannot be drawn: out of memory")
     console.print(f"wrote {target}")
 
 
@@ -384,8 +471,12 @@ def reference(
         _check_out_dir(out)
     with _user_errors():
         admit(problem, "lp")
+        if out is not None:
+            admit(problem, "certifier")
+            admit_certificate(problem)
     try:
-        result = solve_lp(problem)
+        with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ValueError
+            result = solve_lp(problem)
     except (ReferenceSolveError, ValueError) as e:
         _fail(f"reference: {e}", code=1)
     solver = {"lp_optimum": result.value, "status": result.status}

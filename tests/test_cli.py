@@ -286,8 +286,9 @@ def test_malformed_certificate_exits_2_with_one_line(runner, tmp_path, lp_certif
 
 @pytest.mark.parametrize(("text", "expected"), [
     ('{"loss": NaN}', "not strict JSON: NaN is not a JSON number"),
-    ("[" * 100_000 + "]" * 100_000, "not a JSON file we can read (nested too deeply)"),
-    ("1" * 5000, "not a JSON file (Exceeds the limit"),
+    ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "not a JSON file we can read (nested too deeply)"),
+    ('{"a": ' + "1" * 5000 + "}", "not a JSON file (Exceeds the limit"),
+    ("[" * 100_000, "certificate: expected a JSON object"),  # found before parsing
     (b"\xff\xfe\x00", "cannot read ("),
 ])
 def test_unreadable_certificate_exits_2(runner, tmp_path, text, expected):

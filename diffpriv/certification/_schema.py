@@ -1,25 +1,42 @@
 """The certificate format: every key :func:`._verify.verify` reads, with its type and shape.
 
+:func:`read_certificate` reads a certificate file within the limits stated here (a regular
+file of at most :data:`MAX_CERTIFICATE_BYTES`, that this machine's memory can parse) and
 :func:`check_certificate` checks that a certificate (the JSON, as a dict) holds everything the
-format promises — each key present, of the right type, arrays of numbers of the right shape —
-and rebuilds its problem and table. It checks no claim: whether the numbers are right is
-:func:`._verify.verify`'s job, which runs this check first. A field that does not hold what the
-format says raises :class:`CertificateFormatError` with one line ``"<field>: <problem>"``.
+format promises — each key present and no other, of the right type, every string valid
+Unicode, arrays of numbers of the right shape — and rebuilds its problem and table. It checks
+no claim: whether the numbers are right is :func:`._verify.verify`'s job, which runs this
+check first. A field that does not hold what the format says raises
+:class:`CertificateFormatError` with one line ``"<field>: <problem>"``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from diffpriv.certification._certificate import FORMAT
+from diffpriv.io._files import FileFormatError, file_size, human_bytes, parse_json, read_text
 from diffpriv.problems._json import problem_from_dict
 from diffpriv.problems._problem import Problem, SpecError
+from diffpriv.problems._size import SizeError, memory_limit
 
-__all__ = ["CertificateFormatError", "CheckedCertificate", "check_certificate"]
+__all__ = ["JSON_MEMORY_PER_BYTE", "MAX_CERTIFICATE_BYTES", "CertificateFormatError",
+           "CheckedCertificate", "admit_certificate", "certificate_bytes", "check_certificate",
+           "read_certificate"]
+
+MAX_CERTIFICATE_BYTES = 4 * 2**30
+"""Largest certificate file read, in bytes: the JSON text of about 1.7·10⁸ table entries. The
+one place this limit is stated: ``diffpriv optimize`` and ``reference`` refuse up front a
+problem whose certificate would be larger (:func:`admit_certificate`)."""
+JSON_MEMORY_PER_BYTE = 32
+"""Bytes of memory per byte of JSON text at the peak of reading a certificate (measured: up
+to 27 for the worst shapes, ``[[0],[0],…]``; 11 for a table of floats)."""
 
 
 class CertificateFormatError(ValueError):
@@ -32,6 +49,55 @@ class CheckedCertificate(NamedTuple):
     data: Mapping[str, Any]  # the JSON, for verify
     problem: Problem
     table: np.ndarray  # [n_profiles, n_in, n_out] float64
+
+
+# -- reading, within limits ------------------------------------------------------------------
+
+
+def read_certificate(path: str | os.PathLike) -> Any:
+    """The JSON of the certificate file ``path``, read only if this machine can read it.
+
+    Raises:
+      FileFormatError: ``"<path>: <problem>"``: missing, not a regular file, not strict JSON,
+        or ``"<path>: cannot be checked: <why>"`` when the file is larger than
+        :data:`MAX_CERTIFICATE_BYTES` or parsing it would need more memory than
+        :func:`diffpriv.problems.memory_limit` allows (:data:`JSON_MEMORY_PER_BYTE`).
+      CertificateFormatError: ``"certificate: expected a JSON object"``, found from its first
+        character, before anything is parsed.
+    """
+    try:
+        size = file_size(path, limit=MAX_CERTIFICATE_BYTES, what="a certificate")
+    except FileFormatError as e:
+        if e.reason.startswith("a certificate may have"):
+            raise FileFormatError(f"{path}: cannot be checked: {e.reason}") from None
+        raise
+    need, limit = JSON_MEMORY_PER_BYTE * size, memory_limit()
+    if need > limit:
+        raise FileFormatError(f"{path}: cannot be checked: reading {human_bytes(size)} of JSON "
+                              f"needs ~{human_bytes(need)}, above the {human_bytes(limit)} limit")
+    text = read_text(path, limit=MAX_CERTIFICATE_BYTES, what="a certificate")
+    if not text.lstrip(" \t\r\n").startswith("{"):
+        raise CertificateFormatError("certificate: expected a JSON object")
+    return parse_json(text, path)
+
+
+def certificate_bytes(problem: Problem) -> int:
+    """About how many bytes the JSON certificate of ``problem`` takes (25 per number: the
+    table, the loss, the prior, the items; 3 per entry of a support mask)."""
+    ns, nx, ny = problem.shape
+    numbers = ns * nx * ny + nx * ny + (ns + len(problem.items)) * nx
+    return 25 * numbers + (3 * ns * nx * ny if problem.support is not None else 0)
+
+
+def admit_certificate(problem: Problem) -> None:
+    """Raises :class:`~diffpriv.problems.SizeError` when the certificate of ``problem`` would
+    be larger than a certificate may be (:data:`MAX_CERTIFICATE_BYTES`)."""
+    need = certificate_bytes(problem)
+    if need > MAX_CERTIFICATE_BYTES:
+        ns, nx, ny = problem.shape
+        raise SizeError(f"inputs: {nx} inputs × {ny} outputs × {ns} profile(s) make a certificate "
+                        f"of ~{human_bytes(need)}, above the {human_bytes(MAX_CERTIFICATE_BYTES)} "
+                        "a certificate may have; use fewer inputs or outputs")
 
 
 # -- what each key must hold; the values themselves are verify's to check ---------------------
@@ -67,29 +133,56 @@ _CERTIFICATE = {"format": _STR, "ok": _BOOL, "problem_hash": _STR, "objective": 
                 "loss": _STORED, "expected_loss": _STORED, "worst_loss": _STORED,
                 "problem": _OBJECT, "table": _LIST, "constraints": _LIST, "repair": _OBJECT,
                 "seed": _or_null(_INT)}
+_OPTIONAL = {"versions": _OBJECT, "meta": _OBJECT}  # free information, not checked by verify
 _CONSTRAINT = {"index": _INT, "kind": _STR, "name": _STR, "epsilon": _STORED, "delta": _STORED,
                "level": _STORED, "epsilon_at_delta": _or_null(_STORED), "margin": _STORED,
                "ok": _BOOL, "worst": _or_null(_INT), "witness": _or_null(_OBJECT),
                "n_comparisons": _INT, "n_failed": _INT}
 _WITNESS = {"pair": _OBJECT, "P": _LIST, "Q": _LIST}
 _REPAIR = {"t": _NUMBER, "nu": _or_null(_LIST), "strategy": _STR}
+# The problem's JSON form (diffpriv.problems._json): the keys each object may have.
+_PROBLEM_KEYS = frozenset({"inputs", "outputs", "loss", "prior", "profiles", "items",
+                           "constraints", "support", "input_metric", "objective"})
+_DOMAIN_KEYS = frozenset({"labels", "coords"})
+_ITEM_KEYS = frozenset({"name", "profile", "dist"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 def _short(value: Any) -> str:
     try:
-        text = json.dumps(value)
+        text = json.dumps(value)  # ASCII: a lone surrogate is shown escaped
     except (TypeError, ValueError):  # not JSON (a Mapping given to verify directly)
-        text = repr(value)
+        text = ascii(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _keys(where: str, d: Mapping[str, Any], spec: dict[str, _Check]) -> None:
+def _keys(where: str, d: Mapping[str, Any], spec: dict[str, _Check],
+          optional: dict[str, _Check] | None = None) -> None:
+    """Every key of ``spec`` present and of its type, those of ``optional`` of theirs if
+    present, and no other key."""
     for key, (ok, what) in spec.items():
         field = f"{where}.{key}" if where else key
         if key not in d:
             raise CertificateFormatError(f"{field}: required key is missing")
         if not ok(d[key]):
             raise CertificateFormatError(f"{field}: expected {what}, got {_short(d[key])}")
+    for key, (ok, what) in (optional or {}).items():
+        if key in d and not ok(d[key]):
+            field = f"{where}.{key}" if where else key
+            raise CertificateFormatError(f"{field}: expected {what}, got {_short(d[key])}")
+    _closed(where, d, spec.keys() | (optional or {}).keys())
+
+
+def _closed(where: str, d: Mapping[str, Any], allowed) -> None:
+    for key in d:
+        if key not in allowed:
+            field = f"{where}.{_name(key)}" if where else _name(key)
+            raise CertificateFormatError(f"{field}: unknown key")
+
+
+def _name(key: Any) -> str:
+    """A key as a field path shows it: bare if it is a short identifier, else as JSON (cut)."""
+    return key if isinstance(key, str) and _IDENTIFIER.fullmatch(key) else _short(key)
 
 
 def _array(field: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -104,19 +197,70 @@ def _array(field: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
     return a.astype(np.float64)
 
 
+def _unicode(data: Any) -> None:
+    """Every string (and key) is valid Unicode: a JSON ``\\ud800`` escape decodes to a lone
+    surrogate, which no UTF-8 output (a summary, an export, a plot) can write."""
+    stack: list[tuple[str, Any]] = [("certificate", data)]
+    while stack:  # a loop: JSON nests deeper than Python's recursion limit
+        where, value = stack.pop()
+        if isinstance(value, Mapping):
+            for key, v in value.items():
+                field = f"{where}.{_name(key)}" if where != "certificate" else _name(key)
+                if isinstance(key, str) and not _encodable(key):
+                    raise CertificateFormatError(f"{field}: the key is not valid Unicode (a lone "
+                                                 "surrogate)")
+                stack.append((field, v))
+        elif isinstance(value, list):
+            kinds = set(map(type, value))  # in C: a table of floats costs little
+            if any(issubclass(k, (str, list, Mapping)) for k in kinds):
+                stack += [(f"{where}[{i}]", v) for i, v in enumerate(value)
+                          if isinstance(v, (str, list, Mapping))]
+        elif isinstance(value, str) and not _encodable(value):
+            raise CertificateFormatError(f"{where}: {_short(value)} is not valid Unicode (a lone "
+                                         "surrogate)")
+
+
+def _encodable(s: str) -> bool:
+    if s.isascii():
+        return True
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _problem(spec: Mapping[str, Any]) -> Problem:
     try:
-        return problem_from_dict(spec)
+        problem = problem_from_dict(spec)
     except SpecError as e:
         msg = str(e) if str(e).startswith("problem") else f"problem.{e}"
         raise CertificateFormatError(msg) from None
     except (ArithmeticError, LookupError, TypeError, ValueError, AttributeError) as e:
         raise CertificateFormatError(f"problem: malformed ({type(e).__name__}: {e})") from None
+    # The problem's JSON form is closed too (problem_from_dict has read every key it knows).
+    _closed("problem", spec, _PROBLEM_KEYS)
+    for side in ("inputs", "outputs"):
+        _closed(f"problem.{side}", spec[side], _DOMAIN_KEYS)
+    for i, item in enumerate(spec["items"]):
+        _closed(f"problem.items[{i}]", item, _ITEM_KEYS)
+    for i, (stored, c) in enumerate(zip(spec["constraints"], problem.constraints, strict=True)):
+        _closed(f"problem.constraints[{i}]", stored, c.to_dict().keys())
+    return problem
+
+
+def _meta(meta: Mapping[str, Any]) -> None:
+    """The one claim in ``meta`` that verify checks: the optimizer's lower bound."""
+    opt = meta.get("optimizer")
+    if isinstance(opt, Mapping) and "lower_bound" in opt and not _stored(opt["lower_bound"]):
+        raise CertificateFormatError(f"meta.optimizer.lower_bound: expected {_STORED[1]}, got "
+                                     f"{_short(opt['lower_bound'])}")
 
 
 def check_certificate(data: Any) -> CheckedCertificate:
     """Checks that every key :func:`diffpriv.certification.verify` reads is there, of the right type
-    and shape (not that the claims hold: that is verify's job).
+    and shape, that there is no other key, and that every string is valid Unicode (not that the
+    claims hold: that is verify's job).
 
     Args:
       data: a certificate as read from its JSON (``Certificate.to_dict()`` form).
@@ -130,9 +274,12 @@ def check_certificate(data: Any) -> CheckedCertificate:
     """
     if not isinstance(data, Mapping):
         raise CertificateFormatError("certificate: expected a JSON object")
-    _keys("", data, _CERTIFICATE)
+    _keys("", data, _CERTIFICATE, _OPTIONAL)
+    _unicode(data)
     if data["format"] != FORMAT:
-        raise CertificateFormatError(f"format: {data['format']!r}, expected {FORMAT!r}")
+        raise CertificateFormatError(f"format: {data['format'][:40]!r}, expected {FORMAT!r}")
+    if "meta" in data:
+        _meta(data["meta"])
     problem = _problem(data["problem"])
     table = _array("table", data["table"], problem.shape)
     n_out = (problem.outputs.size,)

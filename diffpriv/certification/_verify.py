@@ -6,8 +6,10 @@ recomputes its hash, validates the table (shape, finiteness, non-negativity, row
 ``16·n_out·u`` of 1, support), recomputes every level, witness and loss with the same float64
 code as :func:`certify`, and compares each stored claim with the recomputation (relative
 tolerance ``1e-9``, absolute ``1e-15``). It fails if a claim disagrees, if a recomputed level
-exceeds its budget minus the safety margin (:mod:`._safety`), or — with ``exact=True`` — if
-exact rational arithmetic cannot prove a budget (:mod:`._exact`).
+exceeds its budget minus the safety margin (:mod:`._safety`), if the optimizer's recorded
+lower bound on the optimum exceeds the loss of a table that meets every budget, or — with
+``exact=True`` — if exact rational arithmetic cannot prove a budget (:mod:`._exact`).
+A certificate too large for this machine to check is not a failed claim: verify raises.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,11 +27,17 @@ from diffpriv.certification._certificate import Certificate
 from diffpriv.certification._exact import exact_holds
 from diffpriv.certification._levels import comparison_levels
 from diffpriv.certification._safety import table_problems
-from diffpriv.certification._schema import CertificateFormatError, CheckedCertificate, check_certificate
+from diffpriv.certification._schema import (
+    CertificateFormatError,
+    CheckedCertificate,
+    check_certificate,
+    read_certificate,
+)
 from diffpriv.certification._summary import ConstraintLevel, summarize
 from diffpriv.problems._blocks import budgets
 from diffpriv.problems._json import problem_hash
 from diffpriv.problems._problem import Problem
+from diffpriv.problems._size import SizeError, admit
 
 __all__ = ["VerifyReport", "verify", "RTOL", "ATOL"]
 
@@ -75,7 +82,7 @@ def _load(obj: Certificate | Mapping | str | os.PathLike) -> dict[str, Any]:
         return json.loads(obj.to_json())
     if isinstance(obj, Mapping):
         return dict(obj)
-    return json.loads(Path(obj).read_text(encoding="utf-8"))
+    return read_certificate(obj)  # within the size and memory limits of a certificate
 
 
 def _check_constraint(stored: Any, c: ConstraintLevel) -> list[str]:
@@ -131,6 +138,23 @@ def _check_repair(d: Mapping, problem: Problem, table: np.ndarray) -> list[str]:
     return []
 
 
+def _check_lower_bound(d: Mapping, loss: float) -> list[str]:
+    """The optimizer's recorded lower bound on the optimum (``meta.optimizer.lower_bound``) can
+    be no larger than the loss of a table that meets every budget (up to the tolerances)."""
+    meta = d.get("meta")
+    opt = meta.get("optimizer") if isinstance(meta, Mapping) else None
+    if not isinstance(opt, Mapping) or opt.get("lower_bound") is None:
+        return []
+    try:
+        bound = float(opt["lower_bound"])
+    except (TypeError, ValueError, OverflowError):
+        return [f"meta.optimizer.lower_bound: not a number: {opt['lower_bound']!r}"]
+    if math.isnan(bound) or bound <= loss + RTOL * abs(loss) + ATOL:
+        return []
+    return [f"meta.optimizer.lower_bound: {bound!r} is above the certified loss {loss!r}, which "
+            "a table meeting every budget attains: the bound is false"]
+
+
 def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = False) -> VerifyReport:
     """Re-checks a certificate from scratch.
 
@@ -141,19 +165,28 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
 
     Returns:
       A :class:`VerifyReport`; ``ok`` is True iff every check passed. A certificate that does
-      not hold what the format says (a key missing, of the wrong type or shape) fails with the
-      one line of :class:`._schema.CertificateFormatError`. Never raises.
+      not hold what the format says (a key missing or unknown, of the wrong type or shape)
+      fails with the one line of :class:`._schema.CertificateFormatError`.
+
+    Raises:
+      SizeError: the certificate's problem is too large for this machine's memory to check
+        (:func:`diffpriv.problems.admit` for the certifier): that says nothing of its claims.
+      MemoryError: the memory ran out all the same.
     """
     try:
         d = _load(obj)
     except (OSError, ValueError, TypeError, RecursionError) as e:
         return VerifyReport(False, [f"certificate: cannot be read ({type(e).__name__}: {e})"])
     try:
-        return _verify(check_certificate(d), exact)
+        checked = check_certificate(d)
+        admit(checked.problem, "certifier")
+        return _verify(checked, exact)
     except CertificateFormatError as e:  # the format's one line, naming the field
         return VerifyReport(False, [str(e)], (), exact)
+    except SizeError:
+        raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError,
-            RecursionError, MemoryError) as e:
+            RecursionError) as e:
         return VerifyReport(False, [f"certificate: malformed ({type(e).__name__}: {e})"], (), exact)
 
 
@@ -162,7 +195,8 @@ def _verify(checked: CheckedCertificate, exact: bool) -> VerifyReport:
     fail: list[str] = []
     if problem_hash(problem) != d.get("problem_hash"):
         fail.append("problem_hash: does not match the stored problem")
-    bad = table_problems(problem, table)
+    with np.errstate(over="ignore", invalid="ignore"):  # a row sum of inf is reported as such
+        bad = table_problems(problem, table)
     if bad:
         return VerifyReport(False, fail + bad, (), exact)
 
@@ -184,6 +218,8 @@ def _verify(checked: CheckedCertificate, exact: bool) -> VerifyReport:
     fail += _check_repair(d, problem, table)
 
     all_ok = all(c.ok for c in levels)
+    if all_ok:
+        fail += _check_lower_bound(d, problem.objective_value(table))
     if d.get("ok") is not all_ok:
         fail.append(f"ok: stored {d.get('ok')!r}, recomputed {all_ok}")
     for c in levels:

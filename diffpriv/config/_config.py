@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
+import re
 import tomllib
 import typing
 from pathlib import Path
@@ -26,11 +28,32 @@ from diffpriv.io._files import FileFormatError, read_text
 from diffpriv.problems._problem import DistP, Domain, ExtendedDP, Item, LocalDP, Problem, SpecError
 from diffpriv.solvers._options import Options
 
-__all__ = ["MAX_GRID_CELLS", "MAX_SEED", "ConfigError", "OptimizerOptions", "config_from_dict",
-           "load_config"]
+__all__ = ["MAX_CONFIG_BYTES", "MAX_CONSTRAINTS", "MAX_GRID_CELLS", "MAX_ITEMS", "MAX_LABELS",
+           "MAX_NESTING", "MAX_PAIRS", "MAX_PROFILES", "MAX_SEED", "MAX_SPAN", "ConfigError",
+           "OptimizerOptions", "config_from_dict", "load_config"]
 
+# Limits: every input is bounded before anything is built from it (README, "Limits").
+MAX_CONFIG_BYTES = 4 * 2**20
+"""Largest config file, in bytes (tomllib reads about 0.4 MB/s of the worst TOML)."""
+MAX_NESTING = 64
+"""Deepest nesting of arrays and inline tables, and most parts of one dotted key, in a config
+(the schema needs 7; tomllib recurses per level and is quadratic in a key's parts)."""
 MAX_GRID_CELLS = 10_000
 """Largest ``rows × cols`` of a grid domain (the table has ``|X|·|Y|`` entries per profile)."""
+MAX_LABELS = MAX_GRID_CELLS
+"""Most labels of a domain given by ``labels`` (the same bound as a grid's cells)."""
+MAX_ITEMS = 10_000
+"""Most ``[[items]]`` (each holds a vector over the inputs)."""
+MAX_PROFILES = 1_000
+"""Most ``[[profiles]]`` (the table has one ``|X| × |Y|`` block per profile)."""
+MAX_CONSTRAINTS = 1_000
+"""Most ``[[constraints]]``."""
+MAX_PAIRS = 1_000_000
+"""Most pairs the constraints of a config list or expand to, in all (``pairs``, ``neighbours``,
+``radius``, ``distp`` on all pairs of items), counted before any is built. (``ldp``/``xdp`` on
+all pairs of inputs are built as arrays, not listed: the size admission bounds them.)"""
+MAX_SPAN = 1e150
+"""Largest distance between two coordinates of the domains (their squares must stay finite)."""
 MAX_SEED = 2**32 - 1
 """Largest random seed (``jax.random.PRNGKey`` takes a 32-bit seed)."""
 
@@ -54,7 +77,7 @@ class GridCfg(StrictModel):
 
 class DomainCfg(StrictModel):
     grid: GridCfg | None = None
-    labels: list[str] | None = None
+    labels: list[str] | None = Field(default=None, max_length=MAX_LABELS)
     coords: list[list[Number]] | None = None
 
 
@@ -112,9 +135,9 @@ class ConfigCfg(StrictModel):
     inputs: DomainCfg
     outputs: DomainCfg | None = None
     loss: LossCfg
-    profiles: list[ProfileCfg] = []
-    items: list[ItemCfg] = []
-    constraints: list[ConstraintCfg] = []
+    profiles: list[ProfileCfg] = Field(default=[], max_length=MAX_PROFILES)
+    items: list[ItemCfg] = Field(default=[], max_length=MAX_ITEMS)
+    constraints: list[ConstraintCfg] = Field(default=[], max_length=MAX_CONSTRAINTS)
     mechanism: MechanismCfg = MechanismCfg()
     optimizer: OptimizerCfg = OptimizerCfg()
 
@@ -144,8 +167,19 @@ class OptimizerOptions:
 def _path(loc: tuple[int | str, ...]) -> str:
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + _key(str(part))
     return out or "config"
+
+
+def _key(name: str) -> str:
+    """A key as a field path shows it: bare if TOML would write it bare, else quoted (cut)."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) else _short(name)
+
+
+def _short(value: Any, width: int = 60) -> str:
+    """``repr(value)`` cut to ``width`` characters: a message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _one_line(e: ValidationError) -> str:
@@ -158,11 +192,11 @@ def _one_line(e: ValidationError) -> str:
     elif kind == "model_type":
         msg = "expected a table"
     elif kind == "literal_error":
-        msg = f"must be {err['ctx']['expected']}, got {err['input']!r}"
+        msg = f"must be {err['ctx']['expected']}, got {_short(err['input'])}"
     elif kind.endswith("_type") or kind in (
         "greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"
     ):
-        msg = f"{msg}, got {err['input']!r}"
+        msg = f"{msg}, got {_short(err['input'])}"
     msg = msg[:1].lower() + msg[1:]
     more = e.error_count() - 1
     tail = f" (and {more} more error{'s' * (more > 1)})" if more else ""
@@ -172,13 +206,35 @@ def _one_line(e: ValidationError) -> str:
 # -- building the problem --------------------------------------------------------------------
 
 
+def _span(coords: np.ndarray) -> float:
+    """An upper bound on the distance between two rows of ``coords`` (``inf`` on overflow)."""
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        ext = np.ptp(coords, axis=0)
+        top = float(ext.max(initial=0.0))
+        if top == 0 or not math.isfinite(top):
+            return top
+        return top * float(np.sqrt(np.sum((ext / top) ** 2)))  # scaled: no overflow
+
+
+def _check_span(field: str, coords: np.ndarray) -> None:
+    span = _span(coords)
+    if not span <= MAX_SPAN:
+        raise ConfigError(f"{field}: the coordinates span {span:.3g}, more than the {MAX_SPAN:g} "
+                          "allowed (squared distances would overflow float64)")
+
+
 def _domain(field: str, cfg: DomainCfg) -> Domain:
     if (cfg.grid is None) == (cfg.labels is None):
         raise ConfigError(f"{field}: give either grid or labels")
     if cfg.grid is not None:
         if cfg.coords is not None:
             raise ConfigError(f"{field}.coords: a grid has its own coordinates (cell centres)")
-        return Domain.grid(cfg.grid.rows, cfg.grid.cols, cfg.grid.cell)
+        g = cfg.grid
+        if not g.cell * math.hypot(g.rows, g.cols) <= MAX_SPAN:
+            raise ConfigError(f"{field}.grid.cell: {g.rows} × {g.cols} cells of {g.cell:g} span more "
+                              f"than the {MAX_SPAN:g} allowed (squared distances would overflow "
+                              "float64)")
+        return Domain.grid(g.rows, g.cols, g.cell)
     labels = cfg.labels or []
     if not labels:
         raise ConfigError(f"{field}.labels: is empty; a domain needs at least one label")
@@ -193,6 +249,7 @@ def _domain(field: str, cfg: DomainCfg) -> Domain:
         if len({len(c) for c in cfg.coords}) != 1 or not cfg.coords[0]:
             raise ConfigError(f"{field}.coords: every row needs the same number (>= 1) of numbers")
         coords = np.asarray(cfg.coords, dtype=np.float64)
+        _check_span(f"{field}.coords", coords)
     return Domain(tuple(labels), coords)
 
 
@@ -228,8 +285,9 @@ def _profiles(cfg: ConfigCfg, xs: Domain, dists: list[np.ndarray], owners: list[
     if any(w is None for w in weights) and any(w is not None for w in weights):
         raise ConfigError("profiles: give a weight for every profile or for none")
     w = np.ones(len(profiles)) if weights[0] is None else np.asarray(weights, dtype=np.float64)
-    if w.sum() <= 0:
+    if w.max() <= 0:
         raise ConfigError("profiles: the weights sum to 0")
+    w = w / w.max()  # relative weights: their sum stays finite (weights of 1e308 are allowed)
     priors = []
     for s, p in enumerate(profiles):
         own = [d for d, o in zip(dists, owners, strict=True) if o == s]
@@ -255,18 +313,28 @@ def _profile_index(i: int, item: ItemCfg, names: list[str]) -> int:
 
 
 def _pairs(field: str, pairs: list[list[str]], names: tuple[str, ...], what: str):
+    index = {name: k for k, name in enumerate(names)}
     out = []
     for j, (a, b) in enumerate(pairs):
         for n in (a, b):
-            if n not in names:
-                raise ConfigError(f"{field}[{j}]: unknown {what} {n!r}")
+            if n not in index:
+                raise ConfigError(f"{field}[{j}]: unknown {what} {_short(n)}")
         if a == b:
-            raise ConfigError(f"{field}[{j}]: compares {a!r} with itself")
-        out.append((names.index(a), names.index(b)))
+            raise ConfigError(f"{field}[{j}]: compares {_short(a)} with itself")
+        out.append((index[a], index[b]))
     return tuple(out)
 
 
-def _neighbours(field: str, c: ConstraintCfg, cfg: DomainCfg, xs: Domain):
+def _count(field: str, n: int, budget: list[int], what: str) -> None:
+    """Charges ``n`` pairs to ``budget[0]`` (what is left of :data:`MAX_PAIRS`)."""
+    if n > budget[0]:
+        used = MAX_PAIRS - budget[0]
+        also = f" (besides {used} of the constraints before)" if used else ""
+        raise ConfigError(f"{field}: {what}{also}, more than the {MAX_PAIRS} pairs allowed in all")
+    budget[0] -= n
+
+
+def _neighbours(field: str, c: ConstraintCfg, cfg: DomainCfg, xs: Domain, budget: list[int]):
     """Pairs of inputs within a radius (``neighbours = "grid4"|"grid8"`` on a grid)."""
     if c.neighbours is not None:
         if cfg.grid is None:
@@ -276,8 +344,13 @@ def _neighbours(field: str, c: ConstraintCfg, cfg: DomainCfg, xs: Domain):
         if xs.coords is None:
             raise ConfigError(f"{field}.radius: needs input coordinates")
         radius = c.radius
-    # A k-d tree finds the pairs without the [n, n] distance matrix (800 MB at 10,000 cells).
-    found = scipy.spatial.cKDTree(xs.coords).query_pairs(radius * (1 + 1e-9), output_type="ndarray")
+    # A k-d tree finds the pairs without the [n, n] distance matrix (800 MB at 10,000 cells);
+    # it counts them first, so that a radius covering everything builds nothing.
+    tree, r = scipy.spatial.cKDTree(xs.coords), radius * (1 + 1e-9)
+    n_pairs = (int(tree.count_neighbors(tree, r)) - xs.size) // 2
+    where = f"{field}.{'neighbours' if c.neighbours is not None else 'radius'}"
+    _count(where, n_pairs, budget, f"{n_pairs} pairs of inputs within {radius:g}")
+    found = tree.query_pairs(r, output_type="ndarray")
     found = np.sort(found, axis=1)
     found = found[np.lexsort((found[:, 1], found[:, 0]))]
     pairs = tuple((int(i), int(j)) for i, j in found)
@@ -286,7 +359,9 @@ def _neighbours(field: str, c: ConstraintCfg, cfg: DomainCfg, xs: Domain):
     return pairs
 
 
-def _constraint(i: int, c: ConstraintCfg, cfg: ConfigCfg, xs: Domain, items: tuple[str, ...]):
+def _constraint(i: int, c: ConstraintCfg, cfg: ConfigCfg, xs: Domain, items: tuple[str, ...],
+                budget: list[int]):
+    """The constraint ``c``; the pairs it lists are counted against ``budget`` before any is built."""
     field = f"constraints[{i}]"
     name = c.name or f"{c.kind}{i}"
     delta = c.delta or 0.0
@@ -297,19 +372,23 @@ def _constraint(i: int, c: ConstraintCfg, cfg: ConfigCfg, xs: Domain, items: tup
         if selectors and selectors[0] != "pairs":
             raise ConfigError(f"{field}.{selectors[0]}: distp pairs items; use pairs")
         if c.pairs is not None:
+            _count(f"{field}.pairs", len(c.pairs), budget, f"{len(c.pairs)} pairs")
             pairs = _pairs(f"{field}.pairs", c.pairs, items, "item")
         elif len(items) < 2:
             raise ConfigError(f"{field}.pairs: distp needs at least two items")
         else:
+            n = len(items) * (len(items) - 1) // 2
+            _count(field, n, budget, f"distp on all pairs of {len(items)} items is {n} pairs")
             pairs = tuple(itertools.combinations(range(len(items)), 2))
         return DistP(pairs=pairs, epsilon=c.epsilon, delta=delta, name=name)
     if c.kind == "xdp" and c.delta is not None:
         raise ConfigError(f"{field}.delta: xdp has no delta")
     pairs = None
     if c.pairs is not None:
+        _count(f"{field}.pairs", len(c.pairs), budget, f"{len(c.pairs)} pairs")
         pairs = _pairs(f"{field}.pairs", c.pairs, xs.labels, "input")
     elif selectors:
-        pairs = _neighbours(field, c, cfg.inputs, xs)
+        pairs = _neighbours(field, c, cfg.inputs, xs, budget)
     if c.kind == "ldp":
         return LocalDP(epsilon=c.epsilon, delta=delta, pairs=pairs, name=name)
     return ExtendedDP(epsilon=c.epsilon, pairs=pairs, name=name)
@@ -354,6 +433,9 @@ def _unique(field: str, names: list[str], what: str) -> None:
 def _build(cfg: ConfigCfg, base_dir: Path) -> Problem:
     xs = _domain("inputs", cfg.inputs)
     ys = xs if cfg.outputs is None else _domain("outputs", cfg.outputs)
+    if ys is not xs and xs.coords is not None and ys.coords is not None \
+            and xs.coords.shape[1] == ys.coords.shape[1]:
+        _check_span("outputs", np.concatenate([xs.coords, ys.coords]))
     loss = _loss(cfg.loss, xs, ys)
     profile_names = [p.name for p in cfg.profiles] or ["all"]
     _unique("profiles", profile_names, "profile")
@@ -366,7 +448,9 @@ def _build(cfg: ConfigCfg, base_dir: Path) -> Problem:
     profiles, prior = _profiles(cfg, xs, dists, owners, base_dir)
     items = tuple(Item(it.name, d, s) for it, d, s in zip(cfg.items, dists, owners, strict=True))
     item_names = tuple(it.name for it in items)
-    constraints = [_constraint(i, c, cfg, xs, item_names) for i, c in enumerate(cfg.constraints)]
+    budget = [MAX_PAIRS]
+    constraints = [_constraint(i, c, cfg, xs, item_names, budget)
+                   for i, c in enumerate(cfg.constraints)]
     _unique("constraints", [c.name for c in constraints], "constraint")
     return Problem(
         inputs=xs,
@@ -414,11 +498,50 @@ def load_config(path: str | Path) -> tuple[Problem, OptimizerOptions]:
     """
     path = Path(path)
     try:
-        text = read_text(path)
+        text = read_text(path, limit=MAX_CONFIG_BYTES, what="a config")
     except FileFormatError as e:
         raise ConfigError(str(e)) from None
+    depth = _toml_nesting(text)
+    if depth > MAX_NESTING:
+        raise ConfigError(f"{path}: nested {depth} levels deep (arrays, inline tables or the parts "
+                          f"of one dotted key), more than the {MAX_NESTING} allowed")
     try:
         d = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    except RecursionError:  # not reached within MAX_NESTING; a last line of defence
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     return config_from_dict(d, base_dir=path.parent)
+
+
+# The strings and comments of a TOML text. Each alternative consumes its match in one pass (an
+# unterminated string runs to the end of its line, or of the text for a multi-line one), so
+# that substituting them is linear in the text even for hostile input.
+_TOML_SKIP = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*+(?:"{3,5}|\Z)'  # the closing """ may follow one or two "
+    r"|'''(?:[^']|'(?!''))*+(?:'{3,5}|\Z)"
+    r'|"(?:[^"\\\n]|\\[^\n])*+(?:"|$)'
+    r"|'[^'\n]*+(?:'|$)"
+    r"|#[^\n]*+",
+    re.DOTALL | re.MULTILINE,
+)
+_SEPARATORS = np.frombuffer(b",=[]{}\n", dtype=np.uint8)
+
+
+def _toml_nesting(text: str) -> int:
+    """An upper bound on how deeply ``text`` nests, found without parsing it (linear time).
+
+    Outside strings and comments: the deepest nesting of ``[``/``{``, and one more than the most
+    dots in a run without a separator (``, = [ ] { }`` or a newline), i.e. the parts of a dotted
+    key. A valid config nests at most 7 levels.
+    """
+    plain = _TOML_SKIP.sub("s", text).encode("utf-8", "surrogatepass")
+    b = np.frombuffer(plain, dtype=np.uint8)
+    at = np.flatnonzero((b == ord("[")) | (b == ord("{")) | (b == ord("]")) | (b == ord("}")))
+    steps = np.where((b[at] == ord("[")) | (b[at] == ord("{")), 1, -1)
+    depth = int(np.cumsum(steps).max(initial=0))
+    dots = np.flatnonzero(b == ord("."))
+    if not dots.size:
+        return depth
+    runs = np.searchsorted(np.flatnonzero(np.isin(b, _SEPARATORS)), dots)
+    return max(depth, int(np.bincount(runs).max()) + 1)

@@ -12,6 +12,10 @@ names the field. No JAX.
 from __future__ import annotations
 
 import csv
+import io
+import math
+import re
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,11 +23,19 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy.spatial import cKDTree
 
+from diffpriv.io._files import FileFormatError, read_bytes
 from diffpriv.problems._problem import Domain, check_distribution
 
-__all__ = ["ConfigError", "DistributionCfg", "GaussianCfg", "Number", "StrictModel", "distribution"]
+__all__ = ["MAX_POINTS_FILE_BYTES", "MAX_POINTS_LINE", "ConfigError", "DistributionCfg",
+           "GaussianCfg", "Number", "StrictModel", "distribution"]
 
 SUM_TOL = 1e-6  # a given distribution may sum to 1 within this; it is then renormalised
+MAX_POINTS_FILE_BYTES = 32 * 2**20
+"""Largest ``points_file``, in bytes (about a million points; read in about 6 s at worst)."""
+MAX_POINTS_LINE = 64 * 2**10
+"""Longest line of a ``points_file``, in characters."""
+_CHUNK = 2**20  # characters of a points_file parsed at once
+_LONG_LINE = re.compile(f"(?<![^\\n])[^\\n]{{{MAX_POINTS_LINE + 1}}}")  # at line starts only: linear
 
 
 class ConfigError(ValueError):
@@ -103,41 +115,104 @@ def _coords(field: str, xs: Domain, dim: int) -> np.ndarray:
     return xs.coords
 
 
-def _points(field: str, rows: list[list[float]], names: list[str]) -> np.ndarray:
-    """``[n, d]`` points from rows of numbers (inline or from a file), checked: at least one,
-    every row of the same length ``d >= 1``, every number finite. ``names[i]`` says where row
-    ``i`` is, for the error message (``"point 3"``, ``"pts.csv line 4"``)."""
+def _points(field: str, rows: list[list[float]]) -> np.ndarray:
+    """``[n, d]`` inline points, checked: at least one, every row of the same length ``d >= 1``,
+    every number finite."""
     if not rows:
         raise ConfigError(f"{field}: no points")
-    for row, name in zip(rows, names, strict=True):
+    for i, row in enumerate(rows):
         if not row:
-            raise ConfigError(f"{field}: {name} has no numbers")
+            raise ConfigError(f"{field}: point {i} has no numbers")
         if len(row) != len(rows[0]):
-            raise ConfigError(f"{field}: {name} has {len(row)} numbers, {names[0]} has {len(rows[0])}")
-        if not all(np.isfinite(row)):
-            raise ConfigError(f"{field}: {name} has a NaN or infinite number")
+            raise ConfigError(f"{field}: point {i} has {len(row)} numbers, point 0 has {len(rows[0])}")
+        if not all(map(math.isfinite, row)):
+            raise ConfigError(f"{field}: point {i} has a NaN or infinite number")
     return np.asarray(rows, dtype=np.float64)
 
 
-def _read_points(field: str, path: Path) -> np.ndarray:
-    """The points in a CSV file; a first line that is not numeric is a header."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        why = getattr(e, "strerror", None) or e
-        raise ConfigError(f"{field}: cannot read {str(path)!r} ({why})") from None
-    rows, names, first = [], [], True
-    for line, row in enumerate(csv.reader(lines), start=1):
+def _parse_rows(field: str, name: str, lines: list[str], first: int,
+                shape: tuple[int, int] | None, header: bool):
+    """Rows of numbers from CSV ``lines`` (the first is line ``first`` of the file), checked:
+    finite, and as many in every row as in the first point (``shape``: its width and line,
+    ``None`` before it is found); a non-numeric first row is a header if ``header``.
+    Returns the rows and ``shape``."""
+    rows: list[list[float]] = []
+    for offset, text in enumerate(lines):
+        line = first + offset
+        try:
+            row = next(csv.reader([text]), [])
+        except csv.Error as e:
+            raise ConfigError(f"{field}: {name} line {line} is not CSV ({e})") from None
         if not row:
             continue
         try:
-            rows.append([float(v) for v in row])
-            names.append(f"{path.name} line {line}")
+            numbers = [float(v) for v in row]
         except ValueError:
-            if not first:
-                raise ConfigError(f"{field}: {path.name} line {line} is not numeric") from None
-        first = False
-    return _points(field, rows, names)
+            if header:
+                header = False
+                continue
+            raise ConfigError(f"{field}: {name} line {line} is not numeric") from None
+        header = False
+        if shape is None:
+            shape = (len(numbers), line)
+        elif len(numbers) != shape[0]:
+            raise ConfigError(f"{field}: {name} line {line} has {len(numbers)} numbers, {name} "
+                              f"line {shape[1]} has {shape[0]}")
+        if not all(map(math.isfinite, numbers)):
+            raise ConfigError(f"{field}: {name} line {line} has a NaN or infinite number")
+        rows.append(numbers)
+    return rows, shape
+
+
+def _read_points(field: str, path: Path) -> np.ndarray:
+    """The points in a CSV file, one per row; a first line that is not numeric is a header.
+
+    Only a regular file of at most :data:`MAX_POINTS_FILE_BYTES` is read (never a FIFO or a
+    device), with lines of at most :data:`MAX_POINTS_LINE` characters. It is parsed in chunks of
+    about 1 MB by ``numpy.loadtxt`` (a chunk it refuses is parsed again line by line, which
+    finds the line to blame), so time and memory stay linear in the file's size."""
+    try:
+        data = read_bytes(path, limit=MAX_POINTS_FILE_BYTES, what="a points_file")
+        text = data.decode("utf-8-sig")
+    except FileFormatError as e:
+        reason = e.reason.removeprefix("cannot read (").removesuffix(")")
+        raise ConfigError(f"{field}: cannot read {str(path)!r} ({reason})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{field}: cannot read {str(path)!r} (not UTF-8 text: {e.reason} at "
+                          f"byte {e.start})") from None
+    del data
+    name, chunks, shape, start, line = path.name, [], None, 0, 1
+    while start < len(text):
+        end = text.find("\n", min(start + _CHUNK, len(text)))
+        end = len(text) if end < 0 else end + 1
+        long = _LONG_LINE.search(text, start, end)
+        if long:
+            at = line + text.count("\n", start, long.start())
+            raise ConfigError(f"{field}: {name} line {at} is longer than {MAX_POINTS_LINE} "
+                              "characters")
+        chunk = text[start:end]
+        rows = None
+        if shape is not None:  # else this chunk may hold the header and the first point
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # "input contained no data"
+                    rows = np.loadtxt(io.StringIO(chunk), delimiter=",", dtype=np.float64,
+                                      ndmin=2, comments=None, quotechar='"')
+            except ValueError:
+                rows = None
+            if rows is not None and rows.size and (
+                    rows.shape[1] != shape[0] or not np.isfinite(rows).all()):
+                rows = None  # let the line-by-line parse name the line
+        if rows is None:
+            parsed, shape = _parse_rows(field, name, chunk.split("\n"), line, shape, start == 0)
+            rows = np.asarray(parsed, dtype=np.float64).reshape(len(parsed), shape[0] if shape else 0)
+        if rows.size:
+            chunks.append(rows)
+        line += chunk.count("\n")
+        start = end
+    if not chunks:
+        raise ConfigError(f"{field}: no points")
+    return np.concatenate(chunks)
 
 
 def _histogram(field: str, cfg: DistributionCfg, xs: Domain, base_dir: Path) -> np.ndarray:
@@ -152,32 +227,61 @@ def _histogram(field: str, cfg: DistributionCfg, xs: Domain, base_dir: Path) -> 
     else:
         if cfg.points is not None:
             key = "points"
-            pts = _points(f"{field}.points", cfg.points, [f"point {i}" for i in range(len(cfg.points))])
+            pts = _points(f"{field}.points", cfg.points)
         else:
             key = "points_file"
             pts = _read_points(f"{field}.points_file", base_dir / cfg.points_file)
         idx = cKDTree(_coords(f"{field}.{key}", xs, pts.shape[1])).query(pts)[1]
+        far = np.flatnonzero(idx == xs.size)  # the distance overflows: no nearest input found
+        if far.size:
+            where = f"point {far[0]}" if key == "points" else f"point {far[0]} of {cfg.points_file}"
+            raise ConfigError(f"{field}.{key}: {where} is too far from every input for float64 "
+                              "(its squared distance overflows)")
     w = np.ones(idx.size) if cfg.weights is None else np.asarray(cfg.weights, dtype=np.float64)
     if w.shape != idx.shape or np.any(w < 0):
         raise ConfigError(f"{field}.weights: need {idx.size} numbers >= 0, one per point")
-    counts = np.bincount(idx, weights=w, minlength=xs.size) + cfg.smoothing
-    if counts.sum() <= 0:
+    # Relative weights: divided by the largest number first, so that sums stay finite.
+    top = max(float(w.max(initial=0.0)), cfg.smoothing)
+    if top <= 0:
         raise ConfigError(f"{field}.{key}: the histogram is empty (all weights are 0)")
+    counts = np.bincount(idx, weights=w / top, minlength=xs.size) + cfg.smoothing / top
     return counts / counts.sum()
 
 
 def _mixture(field: str, gaussians: list[GaussianCfg], xs: Domain) -> np.ndarray:
     """Each Gaussian discretised on the input coordinates, normalised, then mixed by weight."""
     w = np.asarray([g.weight for g in gaussians], dtype=np.float64)
-    if w.sum() <= 0:
+    if w.max() <= 0:
         raise ConfigError(f"{field}.gaussians: the weights sum to 0")
+    w = w / w.max()  # relative weights: their sum stays finite
     out = np.zeros(xs.size)
     for k, g in enumerate(gaussians):
-        coords = _coords(f"{field}.gaussians[{k}].center", xs, len(g.center))
-        logp = -np.sum((coords - np.asarray(g.center)) ** 2, axis=1) / (2.0 * g.scale**2)
+        where = f"{field}.gaussians[{k}]"
+        coords = _coords(f"{where}.center", xs, len(g.center))
+        center = np.asarray(g.center, dtype=np.float64)
+        # In units of the scale, so that nothing is squared before it is scaled; an input whose
+        # distance overflows gets density 0, as it would at any precision.
+        with np.errstate(over="ignore", under="ignore"):
+            z = (coords - center) / g.scale
+            logp = -0.5 * np.sum(z * z, axis=1)
+        if not np.isfinite(logp).any():
+            raise ConfigError(_vanishes(where, g, coords, center))
         p = np.exp(logp - logp.max())
-        out += w[k] / w.sum() * p / p.sum()
+        out += w[k] * p / p.sum()
     return out / out.sum()
+
+
+def _vanishes(where: str, g: GaussianCfg, coords: np.ndarray, center: np.ndarray) -> str:
+    """Why a Gaussian is 0 at every input in float64: its center is far off, or its scale tiny."""
+    low, high = coords.min(axis=0), coords.max(axis=0)
+    with np.errstate(over="ignore"):
+        margin = np.maximum(high - low, 1.0)
+        inside = bool(np.all((center >= low - margin) & (center <= high + margin)))
+    if inside:
+        return (f"{where}.scale: {g.scale:g} is too small for float64: the Gaussian is 0 at "
+                "every input (each is more than 1e154 scales from the center)")
+    return (f"{where}.center: is too far from every input for float64 at scale {g.scale:g}: "
+            "the Gaussian is 0 at every input")
 
 
 def distribution(field: str, cfg: DistributionCfg, xs: Domain, base_dir: Path) -> np.ndarray:

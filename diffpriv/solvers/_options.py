@@ -27,7 +27,8 @@ class Options:
     method: Literal["pdhg", "al"] = _f("pdhg", "restarted mirror PDHG, or the augmented-Lagrangian "
                                        "baseline")
     steps: int = _f(100_000, "maximum number of optimizer steps", ge=1, le=10**9)
-    period: int = _f(500, "steps between restarts and stopping checks", ge=1, le=10**6)
+    period: int = _f(500, "steps between restarts and stopping checks (the optimizer runs whole "
+                     "periods: steps is rounded up to a multiple of it)", ge=1, le=100_000)
     omega: float = _f(0.3, "primal weight, relative to the problem's natural scale", gt=0, le=1e6)
     gap_tol: float = _f(1e-4, "stop once the relative gap (objective − certified lower bound) / "
                         "lower bound of the restart iterate is at most this", gt=0, le=1.0)
