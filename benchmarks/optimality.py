@@ -47,6 +47,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=None, help="steps per run (default: the method's)")
     ap.add_argument("--gap-tol", type=float, default=1e-5,
                     help="pdhg's stopping gap (default 1e-5, ten times tighter than the optimizer's)")
+    ap.add_argument("--period", type=int, default=None,
+                    help="pdhg's steps between restart checks (default: the optimizer's)")
     ap.add_argument("--out", default="benchmarks/results/optimality.json")
     args = ap.parse_args()
     methods = args.methods.split(",")
@@ -66,6 +68,8 @@ def main() -> None:
             opts = {} if args.steps is None else {"steps": args.steps}
             if m == "pdhg":
                 opts["gap_tol"] = args.gap_tol
+                if args.period is not None:
+                    opts["period"] = args.period
             design = dp.design(problem, method=m, **opts)  # optimize, then certify
             result, cert = design.result, design.certificate
             assert cert.ok and dp.verify(cert.to_dict()).ok

@@ -95,8 +95,8 @@ def _lean_temp_bytes(problem):
     true = linear_data(problem, jnp.float32, compact=True)
     data = tighten(true)
     steps = _optimizer._steps_jit(data, true, False, 0.3)
-    state = _pdhg.init_state(data, steps, jax.random.PRNGKey(0), slack=False)
-    compiled = _optimizer._run.lower(data, true, steps, state, 2, 2, 10, False, False, 1e-4,
+    state = _pdhg.init_state(data, steps, jax.random.PRNGKey(0), slack=False, average=False)
+    compiled = _optimizer._run.lower(data, true, steps, state, 2, 2, 10, False, 1e-4,
                                      1e-6).compile()
     return compiled.memory_analysis().temp_size_in_bytes, state
 
@@ -135,6 +135,7 @@ def test_lean_run_gives_a_valid_bound_and_a_certified_table(monkeypatch):
     std, lean = estimate(problem, "optimizer"), estimate(problem, "optimizer", lean=True)
     monkeypatch.setenv("DIFFPRIV_MEMORY_LIMIT", str((std + lean) // 2))
     result = dp.optimize(problem, steps=20_000)
+    monkeypatch.delenv("DIFFPRIV_MEMORY_LIMIT")
     assert result.plan == "lean"
     assert result.state.u.dtype == jnp.float32 and result.state.phi.size == 0  # no slack: δ = 0
     assert result.lower_bound <= ref * (1 + 1e-9)  # weak duality, in float64
@@ -142,6 +143,5 @@ def test_lean_run_gives_a_valid_bound_and_a_certified_table(monkeypatch):
     assert cert.ok
     assert ref * (1 - 1e-9) <= cert.loss <= ref * 1.05
     assert result.lower_bound >= ref * 0.9
-    monkeypatch.delenv("DIFFPRIV_MEMORY_LIMIT")
     assert dp.optimize(problem, steps=500).plan == "standard"
 

@@ -140,13 +140,15 @@ class Optimizer(Options):
         steps = _steps_jit(data, true_data, worst, self.omega)
         slack = bool(np.any(np.asarray(true_data.pair_delta) > 0)
                      or np.any(np.asarray(true_data.mix_delta) > 0))
-        state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter, slack=slack)
+        state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter, slack=slack,
+                                 average=not lean)
         if isinstance(init, OptimizeResult) and isinstance(init.state, _pdhg.PDHGState):
             if any(getattr(init.state, f).shape != getattr(state, f).shape
                    or getattr(init.state, f).dtype != getattr(state, f).dtype
                    for f in ("theta", "phi", "u")):
                 raise ValueError("init: the result is of a problem of another shape")
-            # a copy: the run donates (reuses) its input buffers
+            # A copy (the run donates its input buffers); the bound starts afresh, since the
+            # budgets may differ, and the averages and restart bookkeeping continue.
             state = jax.tree_util.tree_map(jnp.copy, init.state._replace(best_lb=state.best_lb))
         elif init is not None:
             state = state._replace(theta=_initial_logits(problem, data, init))
@@ -156,7 +158,7 @@ class Optimizer(Options):
         done, status, traces, polished = 0, _pdhg.RUNNING, [], None
         while done < n_periods and status == _pdhg.RUNNING:
             out = _run(data, true_data, steps, state, min(chunk, n_periods - done), chunk,
-                       self.period, worst, not lean, self.gap_tol, viol_tol)
+                       self.period, worst, self.gap_tol, viol_tol)
             state, k, status = out.state, int(out.periods), int(out.status)
             traces.append((np.asarray(out.kkt[:k]), np.asarray(out.lower_bound[:k]),
                            np.asarray(out.gap[:k])))
@@ -256,11 +258,10 @@ def _al_jit(data, key, outer, inner, worst):
     return solve_al(data, key, outer=outer, inner=inner, worst=worst)
 
 
-@jax.jit(static_argnums=(5, 6, 7, 8), donate_argnums=(3,))
-def _run(data, true_data, steps, state, limit, max_periods, period, worst, average, gap_tol,
-         viol_tol):
+@jax.jit(static_argnums=(5, 6, 7), donate_argnums=(3,))
+def _run(data, true_data, steps, state, limit, max_periods, period, worst, gap_tol, viol_tol):
     return _pdhg.run(data, steps, state, limit, max_periods=max_periods, period=period, worst=worst,
-                     gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data, average=average)
+                     gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data)
 
 
 def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progress: bool = False,
