@@ -26,7 +26,8 @@ class Design:
     Attributes:
       result: the optimizer's :class:`~diffpriv.OptimizeResult` (its table, lower bound, status).
       certificate: the :class:`~diffpriv.Certificate` of the (possibly repaired) table.
-      seconds: ``{"optimize": …, "certify": …}`` wall times.
+      seconds: wall times, ``{"compile": …, "solve": …, "certify": …}``: JAX's tracing and
+        compilation, the rest of the optimizer's runs, and certification.
     """
 
     result: OptimizeResult
@@ -79,11 +80,18 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
     if steps is not None:
         options["steps"] = steps
     opt = Optimizer(**options)
-    budget, seconds = opt.steps, {"optimize": 0.0, "certify": 0.0}
+    budget, seconds = opt.steps, {"compile": 0.0, "solve": 0.0, "certify": 0.0}
+    optimize_seconds = 0.0
+
+    def count(result: OptimizeResult) -> None:
+        nonlocal optimize_seconds
+        optimize_seconds += result.seconds
+        seconds["compile"] += result.compile_seconds
+        seconds["solve"] += result.seconds - result.compile_seconds
 
     def certified(result: OptimizeResult) -> Certificate:
         info = {"steps": int(result.steps), "seed": int(result.seed), "status": result.status,
-                "seconds": seconds["optimize"], "objective": float(result.objective),
+                "seconds": optimize_seconds, "objective": float(result.objective),
                 "lower_bound": float(result.lower_bound),
                 "max_violation": float(result.max_violation), "options": result.options}
         start = time.perf_counter()
@@ -93,7 +101,7 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
 
     with progress_bar(progress) as report:
         result = opt(problem, seed=seed, init=init, progress=report)
-        seconds["optimize"] += result.seconds
+        count(result)
         if result.infeasible:
             raise InfeasibleError(
                 f"the constraints cannot all hold: the optimizer's certified lower bound "
@@ -108,8 +116,9 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
             opt = dataclasses.replace(opt, steps=budget - result.steps,
                                       viol_factor=opt.viol_factor / 10)
             more = opt(problem, seed=seed, init=result, progress=report)
-            seconds["optimize"] += more.seconds
+            count(more)
             result = dataclasses.replace(more, steps=result.steps + more.steps,
-                                         seconds=seconds["optimize"])
+                                         seconds=optimize_seconds,
+                                         compile_seconds=seconds["compile"])
             cert = certified(result)
     return Design(result, cert, seconds)

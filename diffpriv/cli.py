@@ -271,6 +271,9 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
         rows.append(("solver status", s["status"]))
     if "steps" in s:
         rows.append(("steps, seed", f"{s['steps']} ({s['stop']}), seed {s['seed']}"))
+    if s.get("plan") == "lean":
+        rows.append(("solver plan", "lean: float32, no averages, no polishing (the standard "
+                                    "plan needs more memory than the limit)"))
     rows.append(("time", ", ".join(f"{k} {v:.2f} s" for k, v in s["seconds"].items())))
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column(style="bold")
@@ -344,7 +347,7 @@ def optimize(
     summary = _summary(
         problem, cert, d.seconds,
         optimized=float(result.objective), lower_bound=float(result.lower_bound),
-        steps=int(result.steps), stop=result.status, seed=int(result.seed),
+        steps=int(result.steps), stop=result.status, seed=int(result.seed), plan=result.plan,
     )
     with _user_errors():
         write_json(out / "summary.json", summary)

@@ -447,6 +447,8 @@ def test_optimize_end_to_end(runner, tmp_path, monkeypatch):
     assert verify(out / "certificate.json").ok and summary["ok"]
     assert (summary["seed"], cert.seed) == (1, 1)  # the command line overrides [optimizer]
     assert summary["steps"] <= 2000
+    assert summary["plan"] == "standard" and "solver plan" not in result.stdout
+    assert set(summary["seconds"]) == {"compile", "solve", "certify"}
     lp = solve_lp(cert_problem(cert)).value
     # the lower bound is certified, the table feasible: lower_bound <= LP optimum <= certified
     assert summary["lower_bound"] <= lp + 1e-9 <= summary["certified"] + 2e-9

@@ -114,7 +114,8 @@ def _privacy_block(
     n_out = var.shape[1]
     eps = budgets(blocks).eps
     n_rows = eps.size * 2 * n_out
-    growth = np.exp(eps)
+    with np.errstate(over="ignore"):  # checked just below
+        growth = np.exp(eps)
     if not np.all(np.isfinite(growth)):
         raise ValueError(f"solve_lp: e^epsilon overflows for epsilon = {eps.max():g}")
     rows, cols, vals = [], [], []
