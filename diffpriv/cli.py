@@ -107,7 +107,8 @@ def _load(config: Path) -> tuple[Problem, OptimizerOptions]:
 
 
 def _read_certificate(path: Path) -> CheckedCertificate:
-    """The one reader of certificates for every command: the JSON (within the limits of
+    """The one reader of certificates for every command: the JSON and its arrays file, if it
+    references one (within the limits of
     :func:`diffpriv.certification._schema.read_certificate`), the problem and the table (format
     checked by :func:`diffpriv.certification._schema.check_certificate`), or exit 2 with one
     line ``error: <path>: <field>: <problem>``."""

@@ -187,7 +187,7 @@ def test_pure_distp_levels_match_exact_rational_levels(case):
             assert abs(got - want) <= 1e-12 * max(1.0, want)
     summary = constraint_levels(problem, table)[0]
     assert summary.level == pytest.approx(max(exact), rel=1e-12, abs=1e-12)
-    assert summary.witness["P"] == pytest.approx(list(lv.P[summary.worst]), rel=0, abs=0)
+    assert summary.witness["P"] == pytest.approx(list(lv.laws.at(summary.worst)[0]), rel=0, abs=0)
 
 
 @SETTINGS
@@ -407,7 +407,7 @@ def test_pair_blocks_levels_match_brute_force_on_table_rows():
             (s, a, b) for s in range(2) for a in range(nx) for b in range(a + 1, nx)]
         for s, a, b in zip(block.s, block.a, block.b, strict=True):
             P, Q = table[s, a], table[s, b]
-            assert np.array_equal(lv.P[k], P) and np.array_equal(lv.Q[k], Q)
+            assert all(np.array_equal(got, want) for got, want in zip(lv.laws.at(k), (P, Q), strict=True))
             if np.any((P > 0) != (Q > 0)):
                 want = math.inf
             else:
@@ -424,7 +424,7 @@ def test_pair_blocks_levels_match_brute_force_on_table_rows():
     assert pure.witness["pair"]["profile"] == "q" and "x5" in pure.witness["pair"]["inputs"]
     ks = np.flatnonzero(bud.constraint == 1)
     assert approx.level == pytest.approx(max(
-        brute_force_delta(lv.P[j], lv.Q[j], 0.5) for j in ks), abs=1e-12)
+        brute_force_delta(*lv.laws.at(j), 0.5) for j in ks), abs=1e-12)
     assert approx.n_comparisons == 30 and approx.worst in ks
 
 

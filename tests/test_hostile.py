@@ -867,3 +867,14 @@ def test_every_string_of_a_certificate_as_a_lone_surrogate(runner, tmp_path, cer
         path.write_text(json.dumps(edited))
         line = run_certificate(runner, tmp_path, path, command)
         assert "lone surrogate" in line or "expected" in line, line
+
+
+@pytest.mark.parametrize(("entries", "message"), [([1e308, 1e308, 1.0], "sums to inf"),
+                                                  ([-1e308, -1e308, 1.0], "negative entry")])
+def test_distribution_entries_near_the_float_limit_are_one_line_errors(entries, message):
+    """Found by the long config fuzz: a sum of ±1e308 entries overflowed with a warning."""
+    from diffpriv.config._distributions import _normalised
+    from diffpriv.problems import SpecError
+
+    with pytest.raises(SpecError, match=f"^items\\[0\\].distribution: .*{message}"):
+        _normalised("items[0].distribution", entries, 3)

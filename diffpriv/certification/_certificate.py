@@ -7,7 +7,9 @@ whole problem in JSON form, its hash and the software versions. :func:`._verify.
 re-checks a certificate from scratch, trusting none of its numbers.
 
 The problem is stored as ``problem_to_dict(problem)`` and every number in the certificate is
-computed on ``problem_from_dict`` of that dict — exactly the problem a verifier rebuilds.
+computed on ``problem_from_dict`` of that dict as a reader of the saved file gets it — exactly
+the problem a verifier rebuilds. Arrays with more than :data:`._arrays.INLINE_LIMIT` entries are
+saved in an arrays file beside the JSON (:mod:`._arrays`) and never become Python lists.
 """
 
 from __future__ import annotations
@@ -22,12 +24,19 @@ from typing import Any
 
 import numpy as np
 
+from diffpriv.certification._arrays import arrays_path, as_read, externalize, remove_stale, write_arrays
 from diffpriv.certification._repair import Repair
 from diffpriv.certification._repair import repair as repair_table
 from diffpriv.certification._safety import sanitize_table
 from diffpriv.certification._summary import ConstraintLevel, constraint_levels, json_number
 from diffpriv.io._files import atomic_write
-from diffpriv.problems._json import problem_from_dict, problem_hash, problem_to_dict
+from diffpriv.problems._json import (
+    array_to_list,
+    map_arrays,
+    problem_from_dict,
+    problem_hash,
+    problem_to_dict,
+)
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import admit
 
@@ -50,7 +59,8 @@ class Certificate:
     """A certified mechanism table.
 
     Attributes:
-      problem: the problem as ``problem_to_dict`` (JSON-ready).
+      problem: the problem as ``problem_to_dict(problem, arrays=True)``: JSON-ready except its
+        array fields, numpy arrays (nested lists in a certificate read from pure JSON).
       problem_hash: ``problem_hash(problem_from_dict(problem))``.
       table: ``[n_profiles, n_in, n_out]`` the certified (possibly repaired) table.
       repair_t: mixing weight ``t`` of the repair ``(1 − t)·A + t·𝟙νᵀ`` (0: none).
@@ -85,8 +95,18 @@ class Certificate:
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
     format: str = FORMAT
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (floats survive a JSON round trip exactly)."""
+    def to_dict(self, *, arrays: bool = False) -> dict[str, Any]:
+        """JSON-ready form (floats survive a JSON round trip exactly).
+
+        Args:
+          arrays: keep the table and the problem's array fields as numpy arrays (no Python list
+            of a large certificate is built); :meth:`save` writes this form.
+        """
+        if arrays:
+            problem, table = map_arrays(self.problem, lambda f, v: v), self.table
+        else:
+            problem = map_arrays(self.problem, lambda f, v: array_to_list(v))
+            table = np.asarray(self.table).tolist()
         return {
             "format": self.format,
             "ok": bool(self.ok),
@@ -104,8 +124,8 @@ class Certificate:
             "versions": dict(self.versions),
             "seed": self.seed,
             "meta": self.meta,
-            "problem": self.problem,
-            "table": np.asarray(self.table).tolist(),
+            "problem": problem,
+            "table": table,
         }
 
     @classmethod
@@ -132,23 +152,43 @@ class Certificate:
         )
 
     def to_json(self) -> str:
-        """The certificate as a JSON string (strict JSON: no NaN or Infinity literals)."""
+        """The whole certificate as one JSON string, every array inline (strict JSON: no NaN or
+        Infinity literals). For a large certificate use :meth:`save`."""
         return json.dumps(self.to_dict(), allow_nan=False)
 
     def save(self, path: str | os.PathLike) -> Path:
         """Writes the JSON atomically: a temporary file in the same folder, then ``os.replace``.
 
-        The file gets the permissions of any newly created file, ``0o666 & ~umask``; missing
-        parent folders are created. On any error the target is left as it was and the
-        temporary file is removed (:func:`diffpriv.io._files.atomic_open`).
+        Arrays with more than :data:`._arrays.INLINE_LIMIT` entries go to the arrays file
+        ``<stem>.arrays.npz`` beside it (:mod:`._arrays`), written first, so that the JSON is
+        never in place before the arrays it references; without such arrays the JSON is
+        :meth:`to_json` and a stale arrays file of that name is removed. Each file gets the
+        permissions of any newly created file, ``0o666 & ~umask``; missing parent folders are
+        created. On any error the target is left as it was and the temporary file is removed
+        (:func:`diffpriv.io._files.atomic_open`).
         """
-        text = self.to_json()  # serialise first: a failure here touches no file
-        return atomic_write(path, text)
+        text, arrays = externalize(self.to_dict(arrays=True))
+        text = json.dumps(text, allow_nan=False)  # serialise first: a failure here touches no file
+        if arrays:
+            write_arrays(arrays_path(path), arrays)
+        saved = atomic_write(path, text)
+        if not arrays:
+            remove_stale(arrays_path(path))
+        return saved
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Certificate:
-        """Reads a saved certificate (no checking: use :func:`verify`)."""
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        """Reads a saved certificate and its arrays file, if it has one, within the limits of
+        :func:`._schema.read_certificate` (no checking of the claims: use :func:`verify`).
+
+        Raises:
+          FileFormatError: the file (or its arrays file) is missing, unreadable or too large.
+          CertificateFormatError: it is not a JSON object, or a reference to the arrays file is
+            malformed.
+        """
+        from diffpriv.certification._schema import read_certificate  # it imports this module
+
+        return cls.from_dict(read_certificate(path))
 
 
 def certify(
@@ -181,13 +221,13 @@ def certify(
     admit(problem, "certifier")
     meta = dict(meta or {})
     json.dumps(meta, allow_nan=False)
-    spec = problem_to_dict(problem)
-    problem = problem_from_dict(spec)  # exactly what a verifier rebuilds
+    spec = problem_to_dict(problem, arrays=True)
+    problem = problem_from_dict(as_read({"problem": spec})["problem"])  # what a verifier rebuilds
     if repair:
         fixed = repair_table(problem, table)
     else:
         fixed = Repair(sanitize_table(problem, table), 0.0, None, "none")
-    # A C-ordered copy, as a verifier reads it back from JSON: float sums depend on memory layout.
+    # A C-ordered copy, as a verifier reads it back: float sums depend on memory layout.
     fixed = dataclasses.replace(fixed, table=np.ascontiguousarray(fixed.table, dtype=np.float64))
     levels = constraint_levels(problem, fixed.table)
     return Certificate(

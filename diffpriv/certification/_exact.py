@@ -37,10 +37,17 @@ import numpy as np
 from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock
 from diffpriv.problems._problem import Problem
 
-__all__ = ["exp_lower", "exact_holds", "DIGITS"]
+__all__ = ["exp_lower", "exact_holds", "DIGITS", "MAX_EXACT_ENTRIES"]
 
 DIGITS = 60
 """Significant decimal digits used for ``e^ε`` (at least 50)."""
+
+MAX_EXACT_ENTRIES = 10**7
+"""Largest table (``S·X·Y`` entries) the exact check takes: it holds every row it reads as
+Fractions (about 150 bytes an entry) and takes 40–90 µs an entry (measured on grids of 10⁴ and
+1.6·10⁵ entries), so 10⁷ entries is about 10 minutes and 1.5 GB; a 10⁸-entry table would take
+hours and more memory than the table's float check. :func:`diffpriv.certification.verify`
+refuses a larger one (``SizeError``), before any work."""
 
 _EXPONENT_CAP = Fraction(10_000)
 """Exponents are capped here: ``e^10000 ≈ 10^4343`` already exceeds every ratio of two positive

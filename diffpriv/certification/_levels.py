@@ -19,7 +19,7 @@ import dataclasses
 
 import numpy as np
 
-from diffpriv.certification._laws import identical_rows, output_laws, underflow_risk
+from diffpriv.certification._laws import Laws
 from diffpriv.problems._blocks import Block, budgets
 from diffpriv.problems._problem import Problem
 
@@ -124,8 +124,8 @@ class ComparisonLevels:
     """Every level of every comparison of a table (``K`` comparisons, ``n_out`` outputs).
 
     Attributes:
-      P: ``[K, n_out]`` output law of the first side.
-      Q: ``[K, n_out]`` output law of the second side.
+      laws: the comparisons' output laws (:class:`._laws.Laws`; ``laws.at(k)`` gives the
+        ``[n_out]`` laws ``P_k``, ``Q_k`` the levels of comparison ``k`` were computed from).
       pure: ``[K]`` pure level ``max_y |ln P − ln Q|``.
       delta: ``[K]`` tight δ at the comparison's ε, ``max(H_ε(P‖Q), H_ε(Q‖P))``.
       eps_at_delta: ``[K]`` least ε with ``delta_level ≤ δ_k`` (the pure level when ``δ_k = 0``).
@@ -134,8 +134,7 @@ class ComparisonLevels:
       underflow: ``[K]`` a dense law entry is too close to underflow for float64 bounds.
     """
 
-    P: np.ndarray
-    Q: np.ndarray
+    laws: Laws
     pure: np.ndarray
     delta: np.ndarray
     eps_at_delta: np.ndarray
@@ -149,28 +148,25 @@ def comparison_levels(
     """Computes :class:`ComparisonLevels` for ``table`` (shape ``problem.shape``).
 
     ``blocks`` defaults to ``problem.blocks()``; the ``K`` comparisons are numbered block by
-    block, in block order (as :func:`diffpriv.problems._blocks.budgets` numbers them).
+    block, in block order (as :func:`diffpriv.problems._blocks.budgets` numbers them). The laws
+    are built a chunk of comparisons at a time (:class:`._laws.Laws`): memory is the table's
+    plus a few chunks, and every level is the same as from all the laws at once.
 
     Where :func:`._laws.identical_rows` proves ``P_k = Q_k`` exactly, the levels are set to
     exactly 0 and ``Q_k`` to ``P_k`` (float rounding could otherwise tell the two apart).
     """
-    table = np.asarray(table, dtype=np.float64)
     blocks = problem.blocks() if blocks is None else tuple(blocks)
+    laws = Laws(table, blocks)
     bud = budgets(blocks)
-    P, Q = output_laws(table, blocks)
-    identical = identical_rows(table, blocks)
-    Q[identical] = P[identical]
-    pure = np.where(identical, 0.0, pure_level(P, Q))
-    approx = bud.delta > 0
-    eps_at_delta = pure.copy()
-    if approx.any():
-        eps_at_delta[approx] = tight_epsilon(P[approx], Q[approx], bud.delta[approx])
-    return ComparisonLevels(
-        P=P,
-        Q=Q,
-        pure=pure,
-        delta=np.where(identical, 0.0, delta_level(P, Q, bud.eps)),
-        eps_at_delta=np.where(identical, 0.0, eps_at_delta),
-        identical=identical,
-        underflow=underflow_risk(table, blocks, P, Q),
-    )
+    pure, delta, eps_at_delta = np.empty(bud.size), np.empty(bud.size), np.empty(bud.size)
+    for lo, hi, P, Q in laws.chunks():
+        k, same = slice(lo, hi), laws.identical[lo:hi]
+        pure[k] = np.where(same, 0.0, pure_level(P, Q))
+        delta[k] = np.where(same, 0.0, delta_level(P, Q, bud.eps[k]))
+        at_delta = pure[k].copy()
+        approx = bud.delta[k] > 0
+        if approx.any():
+            at_delta[approx] = tight_epsilon(P[approx], Q[approx], bud.delta[k][approx])
+        eps_at_delta[k] = np.where(same, 0.0, at_delta)
+    return ComparisonLevels(laws=laws, pure=pure, delta=delta, eps_at_delta=eps_at_delta,
+                            identical=laws.identical, underflow=laws.underflow)

@@ -20,9 +20,11 @@ one with the lowest objective wins.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import numpy as np
 
+from diffpriv.certification._laws import Laws
 from diffpriv.certification._levels import ComparisonLevels, comparison_levels, delta_level, pure_level
 from diffpriv.certification._safety import REPAIR_FACTOR, holds, pure_bound, sanitize_table
 from diffpriv.problems._blocks import Budgets, budgets
@@ -54,8 +56,9 @@ class Repair:
 
 def mix(table: np.ndarray, t: float, nu: np.ndarray) -> np.ndarray:
     """``(1 − t)·A + t·𝟙νᵀ`` for a ``[n_profiles, n_in, n_out]`` table and ``ν`` of ``[n_out]``."""
-    table = np.asarray(table, dtype=np.float64)
-    return (1.0 - t) * table + t * np.asarray(nu, dtype=np.float64)
+    out = (1.0 - t) * np.asarray(table, dtype=np.float64)
+    out += t * np.asarray(nu, dtype=np.float64)  # in place: one table-sized array, not two
+    return out
 
 
 def repair_holds(problem: Problem, table: np.ndarray) -> np.ndarray:
@@ -66,51 +69,68 @@ def repair_holds(problem: Problem, table: np.ndarray) -> np.ndarray:
 
 
 class _Mixer:
-    """Levels of ``P' = (1 − t)P + t·ν`` from fixed laws ``P``, ``Q``, without rebuilding tables."""
+    """Repair checks of the laws ``P' = (1 − t)P + t·ν`` of :class:`Laws`, without rebuilding
+    tables; a pass over the comparisons goes a chunk at a time (:meth:`Laws.chunks`)."""
 
-    def __init__(self, problem: Problem, budgets: Budgets, P, Q, identical):
-        self.problem, self.budgets, self.shape = problem, budgets, problem.shape
-        self.P, self.Q, self.identical = P, Q, identical
-
-    def laws(self, t: float, nu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # The laws lift normalised weights (see ._laws), so mixing adds exactly t·ν to each.
-        return (1.0 - t) * self.P + t * nu, (1.0 - t) * self.Q + t * nu
+    def __init__(self, budgets: Budgets, shape: tuple[int, int, int], laws: Laws):
+        self.budgets, self.shape, self.laws = budgets, shape, laws
 
     def shifted(self, t: float, nu: np.ndarray) -> _Mixer:
         """The mixer of the laws after mixing with ``ν`` at weight ``t``."""
-        return _Mixer(self.problem, self.budgets, *self.laws(t, nu), self.identical)
+        return _Mixer(self.budgets, self.shape, self.laws.mixed(t, nu))
+
+    def _ok(self, t: float, nu: np.ndarray) -> Iterator[np.ndarray]:
+        """Per chunk of comparisons, in order: ``[hi − lo]`` bool, each holds at the repair target."""
+        c = self.budgets
+        for lo, hi, P, Q in self.laws.mixed(t, nu).chunks():
+            k = slice(lo, hi)
+            # A chunk lies in one block: one kind of budget, so only the level that
+            # :func:`holds` reads for it is computed (``pure`` for δ = 0, ``delta`` for δ > 0).
+            level = delta_level(P, Q, c.eps[k]) if c.delta[lo] > 0 else pure_level(P, Q)
+            none = np.zeros(hi - lo, dtype=bool)
+            lv = ComparisonLevels(self.laws, level, level, level, self.laws.identical[k], none)
+            yield holds(lv, Budgets(*(b[k] for b in c)), self.shape, REPAIR_FACTOR)
 
     def ok(self, t: float, nu: np.ndarray) -> np.ndarray:
+        """``[K]`` bool: each comparison holds at the repair target after mixing ``(t, ν)``."""
         if t >= 1.0:  # every row is ν: identical rows
             return np.ones(self.budgets.size, dtype=bool)
-        P, Q = self.laws(t, nu)
-        none = np.zeros(self.budgets.size, dtype=bool)
-        lv = ComparisonLevels(P, Q, pure_level(P, Q), delta_level(P, Q, self.budgets.eps),
-                              none, self.identical, none)
-        return holds(lv, self.budgets, self.shape, REPAIR_FACTOR)
+        return np.concatenate([np.zeros(0, dtype=bool), *self._ok(t, nu)])
+
+    def all_ok(self, t: float, nu: np.ndarray) -> bool:
+        """Every comparison holds after mixing ``(t, ν)``; stops at the first chunk that fails."""
+        return t >= 1.0 or all(ok.all() for ok in self._ok(t, nu))
 
     def least_t(self, nu: np.ndarray, rtol: float) -> float:
         """Least ``t`` (to relative ``rtol``) with every comparison holding; ``hi`` always holds."""
-        if self.ok(0.0, nu).all():
+        if self.all_ok(0.0, nu):
             return 0.0
         lo, hi = 0.0, 1.0
         for _ in range(200):  # t below 2^-200 is not worth resolving
             if hi - lo <= rtol * hi:
                 break
             mid = 0.5 * (lo + hi)
-            lo, hi = (lo, mid) if self.ok(mid, nu).all() else (mid, hi)
+            lo, hi = (lo, mid) if self.all_ok(mid, nu) else (mid, hi)
         return hi
 
     def violation(self) -> np.ndarray:
         """``[n_out]`` violation mass of the comparisons that fail, at the repair target."""
         c = self.budgets
         target = np.where(c.delta == 0, pure_bound(c.eps, *self.shape[1:], REPAIR_FACTOR), c.eps)
-        P, Q = self.P, self.Q
-        with np.errstate(over="ignore", invalid="ignore"):  # inf · 0 is masked
-            e = np.exp(target)[:, None]
-            v = (np.maximum(P - np.where(Q > 0, e * Q, 0.0), 0.0)
-                 + np.maximum(Q - np.where(P > 0, e * P, 0.0), 0.0))
-        return v[~self.ok(0.0, np.zeros(P.shape[1]))].sum(axis=0)
+        failed = ~self.ok(0.0, np.zeros(self.shape[2]))
+        total = None
+        for lo, hi, P, Q in self.laws.chunks():
+            bad = failed[lo:hi]
+            if not bad.any():
+                continue
+            P, Q = P[bad], Q[bad]
+            with np.errstate(over="ignore", invalid="ignore"):  # inf · 0 is masked
+                e = np.exp(target[lo:hi][bad])[:, None]
+                v = (np.maximum(P - np.where(Q > 0, e * Q, 0.0), 0.0)
+                     + np.maximum(Q - np.where(P > 0, e * P, 0.0), 0.0))
+            # Row by row on from the running total, as one sum over every failing row would go.
+            total = np.concatenate([v] if total is None else [total[None], v]).sum(axis=0)
+        return np.zeros(self.shape[2]) if total is None else total
 
 
 def _normalise(v: np.ndarray) -> np.ndarray | None:
@@ -176,7 +196,7 @@ def repair(
     if not common.any():
         raise RepairError("repair: the table violates a budget and no output is allowed in every "
                           "row (support mask), so no data-independent mixing exists")
-    mixer = _Mixer(problem, bud, levels.P, levels.Q, levels.identical)
+    mixer = _Mixer(bud, problem.shape, levels.laws)
     candidates = {}
     if strategy != "uniform":
         nu = _violation_nu(mixer, common, rtol, rounds)

@@ -208,7 +208,7 @@ def sanitize_table(problem: Problem, table: np.ndarray, *, sum_tol: float = 1e-6
     if np.any(A < -NEGATIVE_TOL):
         s, x, y = np.argwhere(A < -NEGATIVE_TOL)[0]
         raise TableError(f"table: negative entry {A[s, x, y]:.3g} at {_where(problem, s, x, y)}")
-    A = np.where(A > 0, A, 0.0)
+    A[~(A > 0)] = 0.0  # in place (also −0.0 → +0.0): the table is large
     outside = (A > 0) & ~problem.support_mask()
     if outside.any():
         s, x, y = np.argwhere(outside)[0]
@@ -220,7 +220,8 @@ def sanitize_table(problem: Problem, table: np.ndarray, *, sum_tol: float = 1e-6
         s, x = np.unravel_index(np.argmax(err), err.shape)
         raise TableError(f"table: row sums to {sums[s, x, 0]:.9g}, expected 1, at "
                          f"{_where(problem, s, x)}")
-    return A / sums
+    A /= sums
+    return A
 
 
 def holds(

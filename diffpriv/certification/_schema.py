@@ -1,7 +1,9 @@
 """The certificate format: every key :func:`._verify.verify` reads, with its type and shape.
 
 :func:`read_certificate` reads a certificate file within the limits stated here (a regular
-file of at most :data:`MAX_CERTIFICATE_BYTES`, that this machine's memory can parse) and
+file of at most :data:`MAX_CERTIFICATE_BYTES`, that this machine's memory can parse), with the
+arrays its references name (:mod:`._arrays`: a reference ``{"$array", "shape", "dtype",
+"sha256"}`` may stand only where an array may, for the array of that field), and
 :func:`check_certificate` checks that a certificate (the JSON, as a dict) holds everything the
 format promises — each key present and no other, of the right type, every string valid
 Unicode, arrays of numbers of the right shape — and rebuilds its problem and table. It checks
@@ -20,20 +22,32 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from diffpriv.certification import _arrays
+from diffpriv.certification._arrays import (
+    MAX_ARRAYS_BYTES,
+    arrays_bytes,
+    arrays_path,
+    certificate_arrays,
+    field_dtype,
+    map_certificate,
+    read_arrays,
+)
 from diffpriv.certification._certificate import FORMAT
 from diffpriv.io._files import FileFormatError, file_size, human_bytes, parse_json, read_text
 from diffpriv.problems._json import problem_from_dict
 from diffpriv.problems._problem import Problem, SpecError
 from diffpriv.problems._size import SizeError, memory_limit
 
-__all__ = ["JSON_MEMORY_PER_BYTE", "MAX_CERTIFICATE_BYTES", "CertificateFormatError",
-           "CheckedCertificate", "admit_certificate", "certificate_bytes", "check_certificate",
-           "read_certificate"]
+__all__ = ["JSON_MEMORY_PER_BYTE", "MAX_ARRAYS_BYTES", "MAX_CERTIFICATE_BYTES",
+           "CertificateFormatError", "CheckedCertificate", "admit_certificate", "certificate_bytes",
+           "check_certificate", "read_certificate"]
 
 MAX_CERTIFICATE_BYTES = 4 * 2**30
-"""Largest certificate file read, in bytes: the JSON text of about 1.7·10⁸ table entries. The
-one place this limit is stated: ``diffpriv optimize`` and ``reference`` refuse up front a
-problem whose certificate would be larger (:func:`admit_certificate`)."""
+"""Largest certificate JSON file read, in bytes: the JSON text of about 1.7·10⁸ numbers (a
+certificate written by diffpriv keeps at most :data:`._arrays.INLINE_LIMIT` entries of an array
+in its JSON, and the larger arrays in its arrays file, of at most :data:`MAX_ARRAYS_BYTES`).
+The one place these limits are stated: ``diffpriv optimize`` and ``reference`` refuse up front
+a problem whose certificate would be larger (:func:`admit_certificate`)."""
 JSON_MEMORY_PER_BYTE = 32
 """Bytes of memory per byte of JSON text at the peak of reading a certificate (measured: up
 to 27 for the worst shapes, ``[[0],[0],…]``; 11 for a table of floats)."""
@@ -55,15 +69,18 @@ class CheckedCertificate(NamedTuple):
 
 
 def read_certificate(path: str | os.PathLike) -> Any:
-    """The JSON of the certificate file ``path``, read only if this machine can read it.
+    """The JSON of the certificate file ``path``, read only if this machine can read it, with
+    each array reference replaced by its array from the arrays file beside it (:mod:`._arrays`).
 
     Raises:
       FileFormatError: ``"<path>: <problem>"``: missing, not a regular file, not strict JSON,
         or ``"<path>: cannot be checked: <why>"`` when the file is larger than
-        :data:`MAX_CERTIFICATE_BYTES` or parsing it would need more memory than
-        :func:`diffpriv.problems.memory_limit` allows (:data:`JSON_MEMORY_PER_BYTE`).
+        :data:`MAX_CERTIFICATE_BYTES`, parsing it would need more memory than
+        :func:`diffpriv.problems.memory_limit` allows (:data:`JSON_MEMORY_PER_BYTE`), or its
+        arrays file is missing, unreadable, too large or does not hold the referenced arrays
+        (:func:`_resolve`).
       CertificateFormatError: ``"certificate: expected a JSON object"``, found from its first
-        character, before anything is parsed.
+        character, before anything is parsed; a malformed array reference, naming its field.
     """
     try:
         size = file_size(path, limit=MAX_CERTIFICATE_BYTES, what="a certificate")
@@ -78,26 +95,102 @@ def read_certificate(path: str | os.PathLike) -> Any:
     text = read_text(path, limit=MAX_CERTIFICATE_BYTES, what="a certificate")
     if not text.lstrip(" \t\r\n").startswith("{"):
         raise CertificateFormatError("certificate: expected a JSON object")
-    return parse_json(text, path)
+    return _resolve(parse_json(text, path), path, need)
 
 
-def certificate_bytes(problem: Problem) -> int:
-    """About how many bytes the JSON certificate of ``problem`` takes (25 per number: the
-    table, the loss, the prior, the items; 3 per entry of a support mask)."""
+def _resolve(data: Any, path: str | os.PathLike, need: int) -> Any:
+    """``data`` with each array reference replaced by its array from the arrays file
+    (:func:`._arrays.read_arrays`), after checking every reference (:func:`_reference`) and
+    that reading them fits the memory limit along with the JSON (``need`` bytes).
+
+    Raises:
+      CertificateFormatError: a malformed reference, naming its field.
+      FileFormatError: ``"<path>: cannot be checked: <arrays file>: <why>"``: the arrays file is
+        missing, not a regular file, too large, malformed, or does not hold exactly the
+        referenced arrays with their digests.
+    """
+    refs = {field: _reference(field, value) for field, value in certificate_arrays(data)
+            if isinstance(value, Mapping)}
+    if not refs:  # a pure-JSON certificate: an arrays file beside it is not read
+        return data
+    need += arrays_bytes(refs)
+    limit = memory_limit()
+    if need > limit:
+        raise FileFormatError(f"{path}: cannot be checked: reading it and its arrays needs "
+                              f"~{human_bytes(need)}, above the {human_bytes(limit)} limit")
+    try:
+        arrays = read_arrays(arrays_path(path), refs)
+    except FileFormatError as e:
+        raise FileFormatError(f"{path}: cannot be checked: {e}") from None
+    return map_certificate(data, lambda field, value: arrays.get(field, value))
+
+
+_REFERENCE_KEYS = ("$array", "shape", "dtype", "sha256")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _reference(field: str, ref: Mapping[str, Any]) -> tuple[tuple[int, ...], np.dtype, str]:
+    """``(shape, dtype, sha256)`` of the array reference ``ref`` standing for ``field``; it must
+    have exactly the keys ``$array`` (the field's own name, never a path), ``shape`` (a list of
+    1 to 3 non-negative integers), ``dtype`` (:func:`._arrays.field_dtype`) and ``sha256`` (64
+    lowercase hex digits)."""
+    if set(ref) != set(_REFERENCE_KEYS):
+        raise CertificateFormatError(f"{field}: an array reference has the keys "
+                                     f"{', '.join(_REFERENCE_KEYS)}; got {_short(list(ref))}")
+    if ref["$array"] != field:
+        raise CertificateFormatError(f"{field}.$array: names {_short(ref['$array'])}, expected "
+                                     f"{field!r} (a reference names the field it stands for)")
+    shape = ref["shape"]
+    if (not isinstance(shape, list) or not 1 <= len(shape) <= 3
+            or not all(_int(n) and 0 <= n <= 2**40 for n in shape)):
+        raise CertificateFormatError(f"{field}.shape: expected a list of 1 to 3 non-negative "
+                                     f"integers, got {_short(shape)}")
+    dtype = field_dtype(field)
+    if ref["dtype"] != dtype.name:
+        raise CertificateFormatError(f"{field}.dtype: expected {dtype.name!r}, got "
+                                     f"{_short(ref['dtype'])}")
+    if not isinstance(ref["sha256"], str) or not _DIGEST.fullmatch(ref["sha256"]):
+        raise CertificateFormatError(f"{field}.sha256: expected 64 lowercase hex digits, got "
+                                     f"{_short(ref['sha256'])}")
+    return tuple(shape), dtype, ref["sha256"]
+
+
+class CertificateSize(NamedTuple):
+    """Bytes of a certificate's two files (:func:`certificate_bytes`)."""
+
+    json: int
+    arrays: int  # 0: no arrays file
+
+
+def certificate_bytes(problem: Problem) -> CertificateSize:
+    """About how many bytes the certificate of ``problem`` takes: an array field of at most
+    :data:`._arrays.INLINE_LIMIT` entries in the JSON (25 bytes a number, 3 an entry of a
+    support), a larger one in the arrays file (8 bytes a number, 1 an entry of a support)."""
     ns, nx, ny = problem.shape
-    numbers = ns * nx * ny + nx * ny + (ns + len(problem.items)) * nx
-    return 25 * numbers + (3 * ns * nx * ny if problem.support is not None else 0)
+    sizes = [(ns * nx * ny, 8), (nx * ny, 8), (ns * nx, 8)]  # table, loss, prior
+    sizes += [(nx, 8)] * len(problem.items)
+    sizes += [(c.size, 8) for c in (problem.inputs.coords, problem.outputs.coords) if c is not None]
+    if problem.support is not None:
+        sizes.append((ns * nx * ny, 1))
+    if problem.input_metric is not None:
+        sizes.append((nx * nx, 8))
+    inline = _arrays.INLINE_LIMIT
+    text = sum(n * (25 if size == 8 else 3) for n, size in sizes if n <= inline)
+    return CertificateSize(text, sum(n * size for n, size in sizes if n > inline))
 
 
 def admit_certificate(problem: Problem) -> None:
     """Raises :class:`~diffpriv.problems.SizeError` when the certificate of ``problem`` would
-    be larger than a certificate may be (:data:`MAX_CERTIFICATE_BYTES`)."""
+    be larger than a certificate may be (:data:`MAX_CERTIFICATE_BYTES` of JSON,
+    :data:`MAX_ARRAYS_BYTES` of arrays)."""
     need = certificate_bytes(problem)
-    if need > MAX_CERTIFICATE_BYTES:
-        ns, nx, ny = problem.shape
-        raise SizeError(f"inputs: {nx} inputs × {ny} outputs × {ns} profile(s) make a certificate "
-                        f"of ~{human_bytes(need)}, above the {human_bytes(MAX_CERTIFICATE_BYTES)} "
-                        "a certificate may have; use fewer inputs or outputs")
+    for size, limit, what in ((need.json, MAX_CERTIFICATE_BYTES, "a certificate"),
+                              (need.arrays, MAX_ARRAYS_BYTES, "a certificate's arrays file")):
+        if size > limit:
+            ns, nx, ny = problem.shape
+            raise SizeError(f"inputs: {nx} inputs × {ny} outputs × {ns} profile(s) make "
+                            f"{what} of ~{human_bytes(size)}, above the {human_bytes(limit)} "
+                            f"{what} may have; use fewer inputs or outputs")
 
 
 # -- what each key must hold; the values themselves are verify's to check ---------------------
@@ -123,6 +216,7 @@ _BOOL: _Check = (lambda v: isinstance(v, bool), "true or false")
 _STR: _Check = (lambda v: isinstance(v, str), "a string")
 _OBJECT: _Check = (lambda v: isinstance(v, Mapping), "an object")
 _LIST: _Check = (lambda v: isinstance(v, list), "a list")
+_ARRAY: _Check = (lambda v: isinstance(v, (list, np.ndarray)), "a list")  # an array: resolved
 
 
 def _or_null(check: _Check) -> _Check:
@@ -131,7 +225,7 @@ def _or_null(check: _Check) -> _Check:
 
 _CERTIFICATE = {"format": _STR, "ok": _BOOL, "problem_hash": _STR, "objective": _STR,
                 "loss": _STORED, "expected_loss": _STORED, "worst_loss": _STORED,
-                "problem": _OBJECT, "table": _LIST, "constraints": _LIST, "repair": _OBJECT,
+                "problem": _OBJECT, "table": _ARRAY, "constraints": _LIST, "repair": _OBJECT,
                 "seed": _or_null(_INT)}
 _OPTIONAL = {"versions": _OBJECT, "meta": _OBJECT}  # free information, not checked by verify
 _CONSTRAINT = {"index": _INT, "kind": _STR, "name": _STR, "epsilon": _STORED, "delta": _STORED,
@@ -194,7 +288,16 @@ def _array(field: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
         raise CertificateFormatError(f"{field}: not an array of numbers")
     if a.shape != shape:
         raise CertificateFormatError(f"{field}: shape {a.shape}, expected {shape}")
-    return a.astype(np.float64)
+    return a.astype(np.float64, copy=False)  # an array read from the arrays file: not copied
+
+
+def _unresolved(data: Mapping[str, Any]) -> None:
+    """An array reference left in a certificate given as a dict: only a certificate read from
+    its file (:func:`read_certificate`) has its arrays file to resolve it."""
+    for field, value in certificate_arrays(data):
+        if isinstance(value, Mapping):
+            raise CertificateFormatError(f"{field}: an array reference, resolved only when the "
+                                         "certificate is read from its file, beside its arrays file")
 
 
 def _unicode(data: Any) -> None:
@@ -263,7 +366,8 @@ def check_certificate(data: Any) -> CheckedCertificate:
     claims hold: that is verify's job).
 
     Args:
-      data: a certificate as read from its JSON (``Certificate.to_dict()`` form).
+      data: a certificate as :func:`read_certificate` reads it (``Certificate.to_dict()`` form;
+        array fields as lists or, read from the arrays file, as numpy arrays).
 
     Returns:
       The data, the problem rebuilt from it and the table as a float64 array.
@@ -274,6 +378,7 @@ def check_certificate(data: Any) -> CheckedCertificate:
     """
     if not isinstance(data, Mapping):
         raise CertificateFormatError("certificate: expected a JSON object")
+    _unresolved(data)
     _keys("", data, _CERTIFICATE, _OPTIONAL)
     _unicode(data)
     if data["format"] != FORMAT:

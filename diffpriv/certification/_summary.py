@@ -125,10 +125,11 @@ def summarize(
         level = float(score.max(initial=0.0))
         witness = None
         if worst is not None:
+            P, Q = levels.laws.at(worst)
             witness = {
                 "pair": blocks[int(bud.block[worst])].describe(int(bud.local[worst]), problem),
-                "P": levels.P[worst].tolist(),
-                "Q": levels.Q[worst].tolist(),
+                "P": P.tolist(),
+                "Q": Q.tolist(),
             }
         out.append(ConstraintLevel(
             index=g,

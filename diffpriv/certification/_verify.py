@@ -15,7 +15,6 @@ A certificate too large for this machine to check is not a failed claim: verify 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -23,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from diffpriv.certification._arrays import as_read
 from diffpriv.certification._certificate import Certificate
-from diffpriv.certification._exact import exact_holds
+from diffpriv.certification._exact import MAX_EXACT_ENTRIES, exact_holds
 from diffpriv.certification._levels import comparison_levels
 from diffpriv.certification._safety import table_problems
 from diffpriv.certification._schema import (
@@ -78,11 +78,11 @@ def _close(stored: Any, value: float) -> bool:
 
 
 def _load(obj: Certificate | Mapping | str | os.PathLike) -> dict[str, Any]:
-    if isinstance(obj, Certificate):
-        return json.loads(obj.to_json())
+    if isinstance(obj, Certificate):  # as a reader of the saved files would get it
+        return as_read(obj.to_dict(arrays=True))
     if isinstance(obj, Mapping):
         return dict(obj)
-    return read_certificate(obj)  # within the size and memory limits of a certificate
+    return read_certificate(obj)  # within the size and memory limits, with its arrays file
 
 
 def _check_constraint(stored: Any, c: ConstraintLevel) -> list[str]:
@@ -155,11 +155,23 @@ def _check_lower_bound(d: Mapping, loss: float) -> list[str]:
             "a table meeting every budget attains: the bound is false"]
 
 
+def admit_exact(table: np.ndarray) -> None:
+    """Raises :class:`SizeError` when ``table`` has more entries than the exact check takes
+    (:data:`._exact.MAX_EXACT_ENTRIES`)."""
+    if table.size > MAX_EXACT_ENTRIES:
+        raise SizeError(f"exact arithmetic: the table has {table.size:,} entries, more than the "
+                        f"{MAX_EXACT_ENTRIES:,} the exact check takes (it would run for hours); "
+                        "check it in float64 only")
+
+
 def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = False) -> VerifyReport:
     """Re-checks a certificate from scratch.
 
     Args:
-      obj: a :class:`Certificate`, its ``to_dict()`` form, or the path of a saved one.
+      obj: a :class:`Certificate`, its ``to_dict()`` (or ``to_dict(arrays=True)``) form, or the
+        path of a saved one (read with its arrays file, if it has one:
+        :func:`._schema.read_certificate`; a missing, unreadable or mismatched arrays file is a
+        failure ``certificate: cannot be read (...)``).
       exact: also prove every budget in exact rational arithmetic (slower; the gold standard
         for deployed tables).
 
@@ -170,7 +182,8 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
 
     Raises:
       SizeError: the certificate's problem is too large for this machine's memory to check
-        (:func:`diffpriv.problems.admit` for the certifier): that says nothing of its claims.
+        (:func:`diffpriv.problems.admit` for the certifier), or, with ``exact``, its table has
+        more than :data:`._exact.MAX_EXACT_ENTRIES` entries: that says nothing of its claims.
       MemoryError: the memory ran out all the same.
     """
     try:
@@ -180,6 +193,8 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
     try:
         checked = check_certificate(d)
         admit(checked.problem, "certifier")
+        if exact:
+            admit_exact(checked.table)
         return _verify(checked, exact)
     except CertificateFormatError as e:  # the format's one line, naming the field
         return VerifyReport(False, [str(e)], (), exact)

@@ -101,8 +101,10 @@ class DistributionCfg(StrictModel):
 def _normalised(field: str, p, n: int) -> np.ndarray:
     """A given distribution: checked, and renormalised if it sums to 1 within ``SUM_TOL``."""
     p = np.asarray(p, dtype=np.float64)
-    if p.ndim == 1 and p.size and abs(p.sum() - 1.0) <= SUM_TOL:
-        p = p / p.sum()
+    with np.errstate(over="ignore", invalid="ignore"):  # a sum of ±1e308 entries: checked below
+        total = p.sum() if p.ndim == 1 and p.size else np.nan
+    if np.isfinite(total) and abs(total - 1.0) <= SUM_TOL:
+        p = p / total
     return check_distribution(field, p, n)
 
 

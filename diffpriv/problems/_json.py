@@ -1,21 +1,37 @@
 """A problem as plain JSON data, and its hash.
 
 Certificates carry the whole problem in this form so that ``diffpriv certify`` can rebuild it
-and recompute every claim without the original config. numpy only.
+and recompute every claim without the original config. The form has a few *array fields*
+(:data:`ARRAY_FIELDS`: the loss, the prior, the items' distributions, coordinates, the support
+and the input metric), nested lists of numbers in JSON; ``problem_to_dict(p, arrays=True)``
+keeps them as numpy arrays, so that a large problem never becomes Python lists (a certificate
+stores its large arrays in a binary file beside its JSON). numpy only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+import numpy as np
 
 from diffpriv.problems._checks import SpecError
 from diffpriv.problems._constraints import constraint_from_dict
 from diffpriv.problems._problem import Domain, Item, Problem
 
-__all__ = ["problem_to_dict", "problem_from_dict", "problem_hash"]
+__all__ = ["ARRAY_FIELDS", "DIGEST_LIMIT", "array_digest", "array_fields", "array_ref",
+           "array_to_list", "map_arrays", "problem_to_dict", "problem_from_dict", "problem_hash"]
+
+ARRAY_FIELDS = ("inputs.coords", "outputs.coords", "loss", "prior", "items[].dist", "support",
+                "input_metric")
+"""The fields of the JSON form that hold arrays of numbers (``items[].dist``: of every item)."""
+
+DIGEST_LIMIT = 2**20
+"""Arrays with more entries enter :func:`problem_hash` by their SHA-256 (:func:`array_ref`), not
+by their numbers. Part of the hash's definition: changing it changes the hash of problems with
+arrays of between the old and the new number of entries."""
 
 
 _MISSING = object()
@@ -57,27 +73,93 @@ def _item_from_dict(i: int, d: Any) -> Item:
     return Item(_get(d, "name", where), _get(d, "dist", where), _get(d, "profile", where))
 
 
-def _domain_to_dict(d: Domain) -> dict[str, Any]:
-    return {
-        "labels": list(d.labels),
-        "coords": None if d.coords is None else d.coords.tolist(),
-    }
+def array_to_list(a: Any) -> Any:
+    """An array field's value as JSON: a float array as nested floats, a boolean support as
+    0/1 integers; a list (already JSON) as it is."""
+    if not isinstance(a, np.ndarray):
+        return a
+    return (a.astype(int) if a.dtype == bool else a).tolist()
 
 
-def problem_to_dict(p: Problem) -> dict[str, Any]:
-    """A JSON-ready dict holding every number of the problem (float64 survives a round trip)."""
+def problem_to_dict(p: Problem, *, arrays: bool = False) -> dict[str, Any]:
+    """A JSON-ready dict holding every number of the problem (float64 survives a round trip).
+
+    Args:
+      p: the problem.
+      arrays: keep the array fields (:data:`ARRAY_FIELDS`) as C-ordered numpy arrays — float64,
+        the support boolean — instead of nested lists: no Python list of a large problem is
+        built. ``map_arrays(d, lambda field, a: array_to_list(a))`` is then ``problem_to_dict(p)``.
+    """
+    def array(a: np.ndarray | None) -> Any:
+        if a is None:
+            return None
+        a = np.ascontiguousarray(a)  # as a reader rebuilds it: memory layout changes float sums
+        return a if arrays else array_to_list(a)
+
     return {
-        "inputs": _domain_to_dict(p.inputs),
-        "outputs": _domain_to_dict(p.outputs),
-        "loss": p.loss.tolist(),
-        "prior": p.prior.tolist(),
+        "inputs": {"labels": list(p.inputs.labels), "coords": array(p.inputs.coords)},
+        "outputs": {"labels": list(p.outputs.labels), "coords": array(p.outputs.coords)},
+        "loss": array(p.loss),
+        "prior": array(p.prior),
         "profiles": list(p.profiles),
-        "items": [{"name": it.name, "profile": it.profile, "dist": it.dist.tolist()} for it in p.items],
+        "items": [{"name": it.name, "profile": it.profile, "dist": array(it.dist)} for it in p.items],
         "constraints": [c.to_dict() for c in p.constraints],
-        "support": None if p.support is None else p.support.astype(int).tolist(),
-        "input_metric": None if p.input_metric is None else p.input_metric.tolist(),
+        "support": array(p.support),
+        "input_metric": array(p.input_metric),
         "objective": p.objective,
     }
+
+
+def array_fields(d: Any) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """``(field, container, key)`` of every array field present in the problem dict ``d``
+    (``"items[2].dist"``, ``d["items"][2]``, ``"dist"``), in a fixed order; a field whose value
+    is ``None``, or whose container is malformed (not a dict, not a list), is skipped: reading
+    that is :func:`problem_from_dict`'s job."""
+    if not isinstance(d, dict):
+        return
+    for side in ("inputs", "outputs"):
+        dom = d.get(side)
+        if isinstance(dom, dict) and dom.get("coords") is not None:
+            yield f"{side}.coords", dom, "coords"
+    for key in ("loss", "prior"):
+        if key in d:
+            yield key, d, key
+    items = d.get("items")
+    if isinstance(items, list):
+        for i, item in enumerate(items):
+            if isinstance(item, dict) and "dist" in item:
+                yield f"items[{i}].dist", item, "dist"
+    for key in ("support", "input_metric"):
+        if d.get(key) is not None:
+            yield key, d, key
+
+
+def map_arrays(d: dict[str, Any], fn: Callable[[str, Any], Any]) -> dict[str, Any]:
+    """A copy of the problem dict ``d`` with each array field's value ``v`` replaced by
+    ``fn(field, v)``. Only the containers on the way are copied (the dict, the domains, the
+    items), never an array."""
+    out = dict(d)
+    for side in ("inputs", "outputs"):
+        if isinstance(out.get(side), dict):
+            out[side] = dict(out[side])
+    if isinstance(out.get("items"), list):
+        out["items"] = [dict(it) if isinstance(it, dict) else it for it in out["items"]]
+    for field, box, key in list(array_fields(out)):
+        box[key] = fn(field, box[key])
+    return out
+
+
+def array_digest(a: np.ndarray) -> str:
+    """SHA-256 (hex) of the array's raw bytes: little-endian, C order, no header."""
+    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+    return hashlib.sha256(a.reshape(-1).view(np.uint8).data).hexdigest()
+
+
+def array_ref(name: str, a: np.ndarray) -> dict[str, Any]:
+    """The reference that stands for the array ``a`` in JSON: ``{"$array": name, "shape": [...],
+    "dtype": "float64" | "bool", "sha256": array_digest(a)}``."""
+    return {"$array": name, "shape": list(a.shape), "dtype": a.dtype.name,
+            "sha256": array_digest(a)}
 
 
 def problem_from_dict(d: Any) -> Problem:
@@ -116,6 +198,18 @@ def problem_from_dict(d: Any) -> Problem:
 
 
 def problem_hash(p: Problem) -> str:
-    """SHA-256 of the canonical JSON form of the problem."""
-    blob = json.dumps(problem_to_dict(p), sort_keys=True, separators=(",", ":")).encode()
+    """SHA-256 of the canonical JSON form of the problem (sorted keys, no spaces).
+
+    An array field with more than :data:`DIGEST_LIMIT` entries enters that JSON as its
+    reference :func:`array_ref` named by the field (``{"$array": "loss", "shape": [n_in, n_out],
+    "dtype": "float64", "sha256": ...}``, the digest of its little-endian bytes), not as a list of
+    its numbers; smaller ones as lists, so a problem without large arrays hashes as
+    ``sha256(json.dumps(problem_to_dict(p), sort_keys=True, separators=(",", ":")))``. The hash
+    depends on the problem only, never on how a certificate stores it.
+    """
+    def canonical(field: str, a: np.ndarray) -> Any:
+        return array_ref(field, a) if a.size > DIGEST_LIMIT else array_to_list(a)
+
+    d = map_arrays(problem_to_dict(p, arrays=True), canonical)
+    blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()

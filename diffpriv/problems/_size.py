@@ -11,8 +11,12 @@ pairs, ``Km`` of mixtures) and ``U = 2K·Y`` multiplier entries:
   iterates without running averages or polishing — the multipliers once (4 times with slack
   simplices, for δ > 0; the compiled step holds no temporary of their size), 8 float32 and
   3 float64 table-sized arrays (the problem's loss, the host table);
-* ``certifier``: the two output laws of every comparison and their temporaries (``8·K·Y``) and
-  the certificate's JSON text and Python lists (about 70 bytes per table entry);
+* ``certifier``: 4 table-sized arrays (the cleaned table, the repair's best and current
+  candidates, a temporary), 16 chunks of comparisons' laws and their temporaries (a chunk is
+  at most ``K·Y`` and :data:`diffpriv.certification._laws.CHUNK` law entries), the mixtures'
+  laws, lifted all at once (``3·Km·Y``), and the certificate's JSON text and Python lists
+  (about 70 bytes per table entry, for a table small enough to be stored inline; a larger one
+  goes to the certificate's arrays file);
 * ``lp``: the HiGHS model, about 120 bytes per constraint-matrix entry
   (``nnz ≈ 2·Y·(2·Kp + Σ_mixture non-zero weights)``) and per variable.
 
@@ -83,7 +87,13 @@ def estimate(problem, stage: str, *, lean: bool = False) -> int:
     if stage == "optimizer":
         return 8 * (14 * t + 10 * u + 6 * 2 * km * ns * nx) + 24 * kp
     if stage == "certifier":
-        return 8 * 8 * k * ny + 70 * t + 24 * kp
+        from diffpriv.certification._laws import CHUNK  # the certifier's chunk, defined once
+
+        from diffpriv.certification._arrays import INLINE_LIMIT  # larger tables go to a file
+
+        chunk = min(k, max(1, CHUNK // ny)) * ny
+        text = 70 * t if t <= INLINE_LIMIT else 0
+        return 8 * (4 * t + 16 * chunk + 3 * km * ny) + text + 24 * kp
     nnz = 2 * ny * (2 * kp + mix_nnz)
     return 120 * (nnz + t)
 
