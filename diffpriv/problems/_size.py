@@ -87,9 +87,9 @@ def estimate(problem, stage: str, *, lean: bool = False) -> int:
     if stage == "optimizer":
         return 8 * (14 * t + 10 * u + 6 * 2 * km * ns * nx) + 24 * kp
     if stage == "certifier":
-        from diffpriv.certification._laws import CHUNK  # the certifier's chunk, defined once
-
-        from diffpriv.certification._arrays import INLINE_LIMIT  # larger tables go to a file
+        # the certifier's chunk, and the largest table stored inline, each defined once
+        from diffpriv.certification._arrays import INLINE_LIMIT
+        from diffpriv.certification._laws import CHUNK
 
         chunk = min(k, max(1, CHUNK // ny)) * ny
         text = 70 * t if t <= INLINE_LIMIT else 0
