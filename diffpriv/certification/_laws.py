@@ -50,11 +50,12 @@ TINY = 2.0**-1000
 """Dense law entries below this (≈ 9.3e-302) may carry absolute underflow error comparable to
 their size; above it the absolute error ``n_in · 2^-1075`` is below ``2^-65`` relative."""
 
-CHUNK = 2**18
-"""Most law entries (comparisons × outputs) built at once per side (2 MiB of float64): every
+CHUNK = 2**13
+"""Most law entries (comparisons × outputs) built at once per side, 64 KiB of float64: every
 pass over the comparisons goes through them in runs of ``max(1, CHUNK // n_out)``. Small on
-purpose: temporaries of this size are reused from the heap, while arrays of ``2^24`` entries are
-mapped afresh each time, and a pass then spends more time in page faults than in arithmetic."""
+purpose: temporaries under malloc's 128 KiB mapping threshold are reused from the heap, while
+larger ones are mapped and unmapped again and again, and a pass then spends about as long in
+page faults as in arithmetic (twice as long in all for a 10⁴ × 10⁴ table at ``2^18`` entries)."""
 
 
 def _check_block(block) -> None:

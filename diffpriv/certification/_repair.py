@@ -68,6 +68,11 @@ def repair_holds(problem: Problem, table: np.ndarray) -> np.ndarray:
                  REPAIR_FACTOR)
 
 
+_CHECKED = 256
+"""A pass of the repair's bisection checks its comparisons this many at a time (at least), and
+stops at the first that fails: a failing ``t`` costs a fraction of a pass."""
+
+
 class _Mixer:
     """Repair checks of the laws ``P' = (1 − t)P + t·ν`` of :class:`Laws`, without rebuilding
     tables; a pass over the comparisons goes a chunk at a time (:meth:`Laws.chunks`)."""
@@ -80,16 +85,21 @@ class _Mixer:
         return _Mixer(self.budgets, self.shape, self.laws.mixed(t, nu))
 
     def _ok(self, t: float, nu: np.ndarray) -> Iterator[np.ndarray]:
-        """Per chunk of comparisons, in order: ``[hi − lo]`` bool, each holds at the repair target."""
+        """``[K]`` bool in consecutive pieces of at least :data:`_CHECKED` comparisons (and whole
+        chunks): each comparison holds at the repair target after mixing ``(t, ν)``."""
         c = self.budgets
+        level, start = np.empty(c.size), 0
         for lo, hi, P, Q in self.laws.mixed(t, nu).chunks():
+            # A chunk lies in one block, so all its budgets are of one kind; only the level that
+            # :func:`holds` reads for them is computed (``pure`` for δ = 0, ``delta`` for δ > 0).
             k = slice(lo, hi)
-            # A chunk lies in one block: one kind of budget, so only the level that
-            # :func:`holds` reads for it is computed (``pure`` for δ = 0, ``delta`` for δ > 0).
-            level = delta_level(P, Q, c.eps[k]) if c.delta[lo] > 0 else pure_level(P, Q)
-            none = np.zeros(hi - lo, dtype=bool)
-            lv = ComparisonLevels(self.laws, level, level, level, self.laws.identical[k], none)
-            yield holds(lv, Budgets(*(b[k] for b in c)), self.shape, REPAIR_FACTOR)
+            level[k] = delta_level(P, Q, c.eps[k]) if c.delta[lo] > 0 else pure_level(P, Q)
+            if hi - start >= _CHECKED or hi == c.size:
+                k, none = slice(start, hi), np.zeros(hi - start, dtype=bool)
+                lv = ComparisonLevels(self.laws, level[k], level[k], level[k],
+                                      self.laws.identical[k], none)
+                yield holds(lv, Budgets(*(b[k] for b in c)), self.shape, REPAIR_FACTOR)
+                start = hi
 
     def ok(self, t: float, nu: np.ndarray) -> np.ndarray:
         """``[K]`` bool: each comparison holds at the repair target after mixing ``(t, ν)``."""
@@ -98,7 +108,7 @@ class _Mixer:
         return np.concatenate([np.zeros(0, dtype=bool), *self._ok(t, nu)])
 
     def all_ok(self, t: float, nu: np.ndarray) -> bool:
-        """Every comparison holds after mixing ``(t, ν)``; stops at the first chunk that fails."""
+        """Every comparison holds after mixing ``(t, ν)``; stops at the first piece that fails."""
         return t >= 1.0 or all(ok.all() for ok in self._ok(t, nu))
 
     def least_t(self, nu: np.ndarray, rtol: float) -> float:
