@@ -12,9 +12,11 @@ The public API (everything else lives in private modules)::
 
 Specification (numpy): :class:`Problem`, :class:`Domain`, :class:`Item`, the constraint
 families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP` and their typed comparison blocks
-(:class:`PairBlock`, :class:`MixtureBlock`). Certification (numpy only, the trusted core):
-:func:`certify`, :func:`verify`, :class:`Certificate`. Solvers: :func:`optimize` (JAX, loaded
-on first use) and :mod:`diffpriv.solvers` (``lp``, ``Optimizer``, ``solve_batch``).
+(:class:`PairBlock`, :class:`MixtureBlock`), the objectives :class:`ExpectedLoss` and
+:class:`WorstCaseLoss` (registries :data:`FAMILIES`, :data:`OBJECTIVES`). Certification
+(numpy only, the trusted core): :func:`certify`, :func:`verify`, :class:`Certificate`. Solvers:
+:func:`optimize` (JAX, loaded on first use) and :mod:`diffpriv.solvers` (``lp``,
+``Optimizer``, ``solve_batch``).
 """
 
 from diffpriv import solvers
@@ -22,17 +24,22 @@ from diffpriv._lazy import lazy_getattr
 from diffpriv.certification import Certificate, VerifyReport, certify, verify
 from diffpriv.config import ConfigError, OptimizerOptions, load_config
 from diffpriv.problems import (
+    OBJECTIVES,
     Constraint,
     DistP,
     Domain,
+    ExpectedLoss,
     ExtendedDP,
     Item,
     LocalDP,
+    Objective,
     Problem,
     SpecError,
+    WorstCaseLoss,
     problem_from_dict,
     problem_hash,
     problem_to_dict,
+    register_objective,
 )
 from diffpriv.problems._blocks import MixtureBlock, PairBlock
 from diffpriv.problems._constraints import FAMILIES, register
@@ -57,6 +64,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "FAMILIES",
+    "OBJECTIVES",
+    "ExpectedLoss",
+    "Objective",
+    "WorstCaseLoss",
+    "register_objective",
     "Certificate",
     "ConfigError",
     "Constraint",

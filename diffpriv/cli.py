@@ -209,20 +209,27 @@ def _meta(command: str, config: Path, **extra: Any) -> dict[str, Any]:
 # -- summaries --------------------------------------------------------------------------------
 
 
-def _constraints(levels) -> list[dict[str, Any]]:
-    """The JSON summary of each certified constraint (``ConstraintLevel`` objects)."""
+def _constraints(problem: Problem, levels) -> list[dict[str, Any]]:
+    """The JSON summary of each certified constraint (``ConstraintLevel`` objects), with its
+    budget and level as its family writes them."""
     keys = ("name", "kind", "epsilon", "delta", "level", "epsilon_at_delta", "margin", "ok")
-    return [{k: getattr(c, k) for k in keys} for c in levels]
+    rows = []
+    for c in levels:
+        family = problem.constraints[c.index]
+        rows.append({k: getattr(c, k) for k in keys}
+                    | {"budget_text": family.budget_text(),
+                       "level_text": family.level_text(c.level, c.epsilon_at_delta)})
+    return rows
 
 
 def _summary(problem: Problem, cert, seconds: dict[str, float], **solver: Any) -> dict[str, Any]:
     """What ``optimize`` and ``reference`` print and write to ``summary.json``."""
     return {
-        "objective": problem.objective,
+        "objective": problem.objective.text,
         **solver,
         "certified": cert.loss,
         "repair_weight": cert.repair_t,
-        "constraints": _constraints(cert.constraints),
+        "constraints": _constraints(problem, cert.constraints),
         "seconds": seconds,
         "ok": bool(cert.ok),
     }
@@ -241,21 +248,15 @@ def _print_constraints(rows: list[dict[str, Any]]) -> None:
     for col in ("name", "kind", "budget", "certified level", "margin", "holds"):
         table.add_column(col, justify="right" if col == "margin" else "left")
     for r in rows:
-        if r["kind"] == "xdp":
-            budget, level = f"ε={r['epsilon']:g} per unit d", f"ε={r['level']:.6g}"
-        elif r["delta"]:
-            budget = f"ε={r['epsilon']:g}, δ={r['delta']:g}"
-            level = f"δ(ε)={r['level']:.4g}, ε(δ)={r['epsilon_at_delta']:.4g}"
-        else:
-            budget, level = f"ε={r['epsilon']:g}", f"ε={r['level']:.6g}"
         holds = "yes" if r["ok"] else "[red]NO[/red]"
-        table.add_row(r["name"], r["kind"], budget, level, f"{r['margin']:.3g}", holds)
+        table.add_row(r["name"], r["kind"], r["budget_text"], r["level_text"], f"{r['margin']:.3g}",
+                      holds)
     console.print(table)
 
 
 def _print_summary(s: dict[str, Any], title: str) -> None:
     """The summary as two rich tables: results, then one row per constraint."""
-    what = f"{s['objective']} loss"
+    what = s["objective"]
     rows = []
     if "optimized" in s:
         rows.append((f"{what}, optimized table", f"{s['optimized']:.6g}"))
@@ -371,7 +372,8 @@ def certify(
     table and compares it with the budget and with the level the certificate claims.
     """
     report = _verify(file, _read_certificate(file), exact=exact)
-    _print_constraints(_constraints(report.levels))
+    if report.problem is not None:
+        _print_constraints(_constraints(report.problem, report.levels))
     if not report.ok:
         for failure in report.failures:
             typer.echo(f"FAIL {failure}", err=True)
@@ -484,7 +486,7 @@ def reference(
     except (ReferenceSolveError, ValueError) as e:
         _fail(f"reference: {e}", code=1)
     solver = {"lp_optimum": result.value, "status": result.status}
-    summary = {"objective": problem.objective, **solver, "seconds": {"LP": result.seconds}}
+    summary = {"objective": problem.objective.text, **solver, "seconds": {"LP": result.seconds}}
     if out is not None:
         meta = _meta("reference", config, reference=solver)
         cert, certify_seconds = _certify_and_save(problem, result.table, out, meta, None)

@@ -66,7 +66,7 @@ def main() -> None:
     ax.plot(eps, [r["certified"] for r in rows], "o-", label="certified table (diffpriv)")
     ax.plot(eps, [r["lower_bound"] for r in rows], "x--", label="certified lower bound")
     ax.set_xlabel("ε of the first constraint")
-    ax.set_ylabel(f"{problem.objective} loss")
+    ax.set_ylabel(problem.objective.text)
     ax.set_title(f"Privacy–utility frontier: {pathlib.Path(args.config).name}")
     ax.grid(alpha=0.3)
     ax.legend()

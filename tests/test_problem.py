@@ -294,3 +294,70 @@ def test_size_estimates_scale_with_pairs_not_with_dense_rows():
                                         r"ldp on all pairs needs ~.* for the lp, above the .* "
                                         r"limit; use neighbours or radius$"):
         admit(all_pairs, "lp", limit=estimate(all_pairs, "lp") - 1)
+
+
+# -- objectives as objects ------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _RowPower(dp.Objective):
+    """A test objective with a parameter: Σ π[s,x] (Σ_y A L)^p (not linear for p ≠ 1)."""
+
+    power: float = 2.0
+    kind = "test_row_power"
+    text = "row-power loss"
+    epigraph = False
+
+    def value(self, problem, table):
+        rows = np.einsum("sxy,xy->sx", table, problem.loss)
+        return float(np.sum(problem.prior * rows ** self.power))
+
+
+@pytest.fixture(scope="module")
+def row_power():
+    dp.register_objective(_RowPower)
+    yield _RowPower
+    del dp.OBJECTIVES[_RowPower.kind]
+
+
+def test_objective_kinds_and_objects_are_the_same_problem():
+    by_kind, by_object = make(objective="worst"), make(objective=dp.WorstCaseLoss())
+    assert by_kind.objective == by_object.objective == dp.WorstCaseLoss()
+    assert problem_hash(by_kind) == problem_hash(by_object)
+    assert problem_to_dict(by_object)["objective"] == "worst"  # the JSON form is unchanged
+    assert isinstance(make().objective, dp.ExpectedLoss)
+    table = np.tile(np.array([0.6, 0.3, 0.1]), (1, 3, 1))
+    assert make().objective_value(table) == make().expected_loss(table)
+    assert by_kind.objective_value(table) == by_kind.worst_loss(table) == pytest.approx(0.9)
+    assert make().expected_loss(table) == pytest.approx((0.4 + 0.7 + 0.9) / 3)
+
+
+def test_objective_registry_is_the_extension_point(row_power):
+    """A new objective is one registered class: JSON round trip with its parameters, the
+    certifier uses its value, and the linear solvers refuse it in one line."""
+    p = make(objective=row_power(power=3.0))
+    d = problem_to_dict(p)
+    assert d["objective"] == {"kind": "test_row_power", "power": 3.0}
+    back = problem_from_dict(json.loads(json.dumps(d)))
+    assert back.objective == row_power(3.0) and problem_hash(back) == problem_hash(p)
+    assert problem_hash(make(objective=row_power(2.0))) != problem_hash(p)
+    table = np.tile(np.eye(3)[None] * 0.5 + 0.5 / 3, (1, 1, 1))
+    rows = (table[0] * p.loss).sum(-1)
+    cert = dp.certify(p, table)
+    assert cert.loss == pytest.approx(np.mean(rows ** 3)) and cert.objective == d["objective"]
+    assert dp.verify(json.loads(json.dumps(cert.to_dict()))).ok
+    with pytest.raises(SpecError, match=r"^objective: the LP reference handles 'expected' and "
+                                        r"'worst', not 'test_row_power'$"):
+        dp.solvers.lp(p)
+    with pytest.raises(SpecError, match=r"^objective: the optimizer handles"):
+        dp.optimize(p, steps=10)
+    with pytest.raises(SpecError, match=r"^objective: objective 'test_row_power' takes the "
+                                        r"parameters power, got sharpness$"):
+        problem_from_dict({**d, "objective": {"kind": "test_row_power", "sharpness": 1}})
+
+
+def test_a_certificate_with_another_objective_fails_verification():
+    cert = dp.certify(make(), np.full((1, 3, 3), 1 / 3)).to_dict()
+    cert["objective"] = "worst"
+    report = dp.verify(cert)
+    assert not report.ok and any(f.startswith("objective: stored 'worst'") for f in report.failures)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
+import diffpriv as dp
 from diffpriv.problems._blocks import PairBlock, budgets
 from diffpriv.problems._known import (
     bernoulli_flip_alpha,
@@ -110,7 +111,7 @@ def dense_lp_value(problem: Problem) -> float:
         for x in range(n_in):
             for y in range(n_out):
                 column[s, x, y] = len(column)
-    worst = problem.objective == "worst"
+    worst = isinstance(problem.objective, dp.WorstCaseLoss)
     n_vars = len(column) + int(worst)
 
     laws = []  # (profile, weights, profile, weights, eps, delta)
@@ -310,7 +311,7 @@ def test_multipliers_prove_optimality(index):
         bound = lagrangian_bound(problem, result)
         assert bound <= result.value + 1e-7
         assert bound == pytest.approx(result.value, abs=1e-7), family
-        if problem.objective == "worst":
+        if isinstance(problem.objective, dp.WorstCaseLoss):
             assert result.row_weights.sum() == pytest.approx(1.0, abs=1e-7)
         else:
             np.testing.assert_array_equal(result.row_weights, problem.prior)

@@ -66,7 +66,8 @@ class Certificate:
       repair_t: mixing weight ``t`` of the repair ``(1 − t)·A + t·𝟙νᵀ`` (0: none).
       repair_nu: ``[n_out]`` the mixing distribution ``ν``, ``None`` when ``t = 0``.
       repair_strategy: how ``ν`` was chosen: ``"none"``, ``"violation"`` or ``"uniform"``.
-      objective: the problem's objective, ``"expected"`` or ``"worst"``.
+      objective: the problem's objective in its JSON form (``Objective.to_json()``: ``"expected"``,
+        ``"worst"``, or a mapping with ``kind`` for an objective with parameters).
       loss: the objective's value for ``table``.
       expected_loss: ``U(A) = Σ π[s,x] A[s,x,y] L[x,y]``.
       worst_loss: largest expected loss of a row with positive prior.
@@ -84,7 +85,7 @@ class Certificate:
     repair_t: float
     repair_nu: np.ndarray | None
     repair_strategy: str
-    objective: str
+    objective: str | dict[str, Any]
     loss: float
     expected_loss: float
     worst_loss: float
@@ -237,7 +238,7 @@ def certify(
         repair_t=float(fixed.t),
         repair_nu=fixed.nu,
         repair_strategy=fixed.strategy,
-        objective=problem.objective,
+        objective=problem.objective.to_json(),
         loss=problem.objective_value(fixed.table),
         expected_loss=problem.expected_loss(fixed.table),
         worst_loss=problem.worst_loss(fixed.table),

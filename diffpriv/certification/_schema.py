@@ -223,7 +223,8 @@ def _or_null(check: _Check) -> _Check:
     return (lambda v: v is None or check[0](v)), f"{check[1]} or null"
 
 
-_CERTIFICATE = {"format": _STR, "ok": _BOOL, "problem_hash": _STR, "objective": _STR,
+_OBJECTIVE: _Check = (lambda v: isinstance(v, (str, Mapping)), "a string or an object")
+_CERTIFICATE = {"format": _STR, "ok": _BOOL, "problem_hash": _STR, "objective": _OBJECTIVE,
                 "loss": _STORED, "expected_loss": _STORED, "worst_loss": _STORED,
                 "problem": _OBJECT, "table": _ARRAY, "constraints": _LIST, "repair": _OBJECT,
                 "seed": _or_null(_INT)}

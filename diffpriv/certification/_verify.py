@@ -57,12 +57,14 @@ class VerifyReport:
       levels: the recomputed :class:`ConstraintLevel` of every constraint (empty when the
         problem or the table could not be read).
       exact: whether the exact check ran.
+      problem: the problem rebuilt from the certificate (``None`` when it could not be read).
     """
 
     ok: bool
     failures: list[str]
     levels: tuple[ConstraintLevel, ...] = ()
     exact: bool = False
+    problem: Problem | None = None
 
 
 def _close(stored: Any, value: float) -> bool:
@@ -223,8 +225,9 @@ def _verify(checked: CheckedCertificate, exact: bool) -> VerifyReport:
     else:
         for s, c in zip(stored, levels, strict=True):
             fail += _check_constraint(s, c)
-    if d.get("objective") != problem.objective:
-        fail.append(f"objective: stored {d.get('objective')!r}, problem says {problem.objective!r}")
+    if d.get("objective") != problem.objective.to_json():
+        fail.append(f"objective: stored {d.get('objective')!r}, "
+                    f"problem says {problem.objective.to_json()!r}")
     for key, value in (("loss", problem.objective_value(table)),
                        ("expected_loss", problem.expected_loss(table)),
                        ("worst_loss", problem.worst_loss(table))):
@@ -250,4 +253,4 @@ def _verify(checked: CheckedCertificate, exact: bool) -> VerifyReport:
             if n:
                 fail.append(f"constraints[{c.index}] ({c.name!r}): {n} of {c.n_comparisons} "
                             "comparisons are not proven by exact arithmetic")
-    return VerifyReport(not fail, fail, levels, exact)
+    return VerifyReport(not fail, fail, levels, exact, problem)

@@ -257,7 +257,7 @@ def _headline(problem: Problem, cert: dict[str, Any]) -> str:
     loss = cert.get("loss")
     loss = f"{float(loss):.6g}" if isinstance(loss, (int, float)) else "?"
     s, x, y = problem.shape
-    lines = [f"{problem.objective} loss {loss}  ·  {s} profile{'s' * (s > 1)}, {x} inputs, {y} outputs"]
+    lines = [f"{problem.objective.text} {loss}  ·  {s} profile{'s' * (s > 1)}, {x} inputs, {y} outputs"]
     lines += textwrap.wrap(f"constraints ({holds} as recorded): " + ("; ".join(parts) or "none"), 110)
     return "\n".join(lines)
 

@@ -13,11 +13,23 @@ from diffpriv.problems._known import (
     random_problem,
     randomized_response,
 )
+from diffpriv.problems._objectives import (
+    OBJECTIVES,
+    ExpectedLoss,
+    Objective,
+    WorstCaseLoss,
+    register_objective,
+)
 from diffpriv.problems._problem import Constraint, DistP, Domain, ExtendedDP, Item, LocalDP, Problem
 from diffpriv.problems._size import SizeError, admit, estimate, memory_limit, solver_plan
 
 __all__ = [
     "FAMILIES",
+    "OBJECTIVES",
+    "ExpectedLoss",
+    "Objective",
+    "WorstCaseLoss",
+    "register_objective",
     "Block",
     "MixtureBlock",
     "PairBlock",

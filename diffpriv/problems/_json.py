@@ -106,7 +106,7 @@ def problem_to_dict(p: Problem, *, arrays: bool = False) -> dict[str, Any]:
         "constraints": [c.to_dict() for c in p.constraints],
         "support": array(p.support),
         "input_metric": array(p.input_metric),
-        "objective": p.objective,
+        "objective": p.objective.to_json(),
     }
 
 

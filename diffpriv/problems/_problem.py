@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Literal
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from diffpriv.problems._checks import (
     check_distribution,
 )
 from diffpriv.problems._constraints import FAMILIES, DistP, ExtendedDP, LocalDP
+from diffpriv.problems._objectives import Objective, objective_from_json
 
 __all__ = [
     "SpecError",
@@ -148,8 +148,10 @@ class Problem:
       profiles: profile names (auxiliary inputs); one profile ``"all"`` when not needed.
       support: optional ``[n_profiles, n_in, n_out]`` boolean mask of allowed outputs.
       input_metric: ``[n_in, n_in]`` metric for extended DP (Euclidean on coordinates if absent).
-      objective: ``"expected"`` minimises ``U(A)``; ``"worst"`` minimises the largest expected
-        loss of a row ``max_{(s,x): π[s,x]>0} Σ_y A[s,x,y] L[x,y]``.
+      objective: an :class:`~diffpriv.problems._objectives.Objective`, or its kind:
+        ``"expected"`` (:class:`ExpectedLoss`) minimises ``U(A)``; ``"worst"``
+        (:class:`WorstCaseLoss`) minimises the largest expected loss of a row
+        ``max_{(s,x): π[s,x]>0} Σ_y A[s,x,y] L[x,y]``. Stored as the object.
     """
 
     inputs: Domain
@@ -161,13 +163,12 @@ class Problem:
     profiles: tuple[str, ...] = ("all",)
     support: np.ndarray | None = None
     input_metric: np.ndarray | None = None
-    objective: Literal["expected", "worst"] = "expected"
+    objective: Objective | str = "expected"
 
     def __post_init__(self):
         nx, ny = self.inputs.size, self.outputs.size
         object.__setattr__(self, "profiles", _check_labels("profiles", self.profiles))
-        if self.objective not in ("expected", "worst"):
-            raise SpecError(f"objective: must be 'expected' or 'worst', got {self.objective!r}")
+        object.__setattr__(self, "objective", objective_from_json(self.objective))
         ns = len(self.profiles)
 
         loss = _float_array("loss", self.loss)
@@ -278,9 +279,7 @@ class Problem:
 
     def objective_value(self, table: np.ndarray) -> float:
         """The value of this problem's objective for ``table``."""
-        if self.objective == "worst":
-            return self.worst_loss(table)
-        return self.expected_loss(table)
+        return self.objective.value(self, table)
 
     def pair_distances(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """``[K]`` input distances ``d(a_k, b_k)`` (the input metric, else Euclidean), without

@@ -120,7 +120,7 @@ def solver_plan(problem, limit: int | None = None) -> str:
     limit = memory_limit() if limit is None else limit
     if estimate(problem, "optimizer") <= limit:
         return "standard"
-    if problem.objective == "expected" and estimate(problem, "optimizer", lean=True) <= limit:
+    if not problem.objective.epigraph and estimate(problem, "optimizer", lean=True) <= limit:
         return "lean"
     admit(problem, "optimizer", limit)
     return "lean"  # not reached: admit raised
@@ -132,7 +132,7 @@ def admit(problem, stage: str, limit: int | None = None) -> None:
     neither its standard nor its lean plan fits."""
     limit = memory_limit() if limit is None else limit
     need = estimate(problem, stage)
-    if stage == "optimizer" and problem.objective == "expected":
+    if stage == "optimizer" and not problem.objective.epigraph:
         need = min(need, estimate(problem, stage, lean=True))
     if need > limit:
         ns, nx, ny = problem.shape

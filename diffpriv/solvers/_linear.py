@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse
 
 from diffpriv.problems._blocks import MixtureBlock, PairBlock
+from diffpriv.problems._objectives import require_linear
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 
@@ -160,6 +161,7 @@ def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = 
     is stored as ``[R, 1]``: two ``[R, Y]`` arrays fewer on very large problems. A column slice
     has ``largest = NaN`` (it is a property of the whole table).
     """
+    require_linear(problem, "optimizer")
     ns, nx, ny = problem.shape
     cols = slice(None) if outputs is None else outputs
     blocks = problem.blocks()
@@ -190,7 +192,7 @@ def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = 
         mask = problem.support[..., cols].reshape(ns * nx, -1)
     as_ = lambda a: jnp.asarray(a, dtype=dtype)  # noqa: E731
     cost = as_((problem.prior[:, :, None] * loss[None]).reshape(ns * nx, -1))
-    if compact and problem.objective == "expected":
+    if compact and not problem.objective.epigraph:
         row_loss = jnp.zeros((ns * nx, 1), dtype=dtype)
     else:
         row_loss = as_(np.broadcast_to(loss, (ns, *loss.shape)).reshape(ns * nx, -1))
@@ -241,7 +243,7 @@ def incidence(pair_a: np.ndarray, pair_b: np.ndarray, n_rows: int) -> tuple[np.n
 def largest_objective(problem: Problem) -> float:
     """The largest objective any table on the support can have."""
     worst_row = np.max(np.where(problem.support_mask(), problem.loss[None], 0.0), axis=-1)  # [S, X]
-    if problem.objective == "worst":
+    if problem.objective.epigraph:
         return float(worst_row[problem.prior > 0].max())
     return float(np.sum(problem.prior * worst_row))
 
@@ -337,7 +339,7 @@ def lower_bound_by_columns(problem: Problem, u, *, columns: int = 256) -> float:
     """:func:`lower_bound` of the expected objective at ``problem``'s real budgets, in float64,
     one slice of ``columns`` outputs at a time (``u`` may be float32 and on the device): the
     certified bound of a run made in lower precision, without a float64 copy of ``u``."""
-    if problem.objective != "expected":
+    if problem.objective.epigraph:
         raise ValueError("lower_bound_by_columns: the expected objective only")
     ny = problem.shape[2]
     mins, umax = 0.0, None

@@ -28,6 +28,7 @@ import scipy.optimize
 import scipy.sparse
 
 from diffpriv.problems._blocks import Block, PairBlock, budgets
+from diffpriv.problems._objectives import require_linear
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import admit
 
@@ -145,6 +146,7 @@ def _privacy_block(
 
 
 def _build(problem: Problem, blocks: tuple[Block, ...]) -> _LinearProgram:
+    require_linear(problem, "LP reference")
     n_prof, n_in, n_out = problem.shape
     mask = problem.support_mask()
     s, x, y = np.nonzero(mask)
@@ -158,7 +160,7 @@ def _build(problem: Problem, blocks: tuple[Block, ...]) -> _LinearProgram:
     with_z = np.flatnonzero(delta[k_of_row] > 0)
     n_z = with_z.size
     delta_rows, z_group = np.unique(privacy_rows[with_z] // n_out, return_inverse=True)
-    worst = problem.objective == "worst"
+    worst = problem.objective.epigraph
     n_vars = n_table + n_z + int(worst)
 
     priv = priv.tocoo()
@@ -264,7 +266,7 @@ def solve_lp(
     if duals is not None:
         multipliers[lp.privacy_rows] = duals[:m1]
         delta_multipliers[lp.delta_rows] = duals[m1 : m1 + m2]
-        if problem.objective == "worst":
+        if problem.objective.epigraph:
             row_weights = np.zeros(n_prof * n_in)
             row_weights[lp.loss_rows] = duals[m1 + m2 :]
             row_weights = row_weights.reshape(n_prof, n_in)

@@ -142,7 +142,7 @@ class Optimizer(Options):
             raise SizeError(f"optimizer.method: {self.method!r} needs more memory than this "
                             "problem leaves; use 'pdhg'")
         start, compiled = time.perf_counter(), _COMPILE_SECONDS[0]
-        worst = problem.objective == "worst"
+        worst = problem.objective.epigraph
         true_data = linear_data(problem, jnp.float32 if lean else jnp.float64, compact=lean)
         # float32 iterates need a wider margin than float64 ones; the certifier repairs the rest.
         data = tighten(true_data, 1e-5, 1e-6, 1e-8) if lean else tighten(true_data)
@@ -202,7 +202,7 @@ class Optimizer(Options):
 
     def _run_al(self, problem, data, true_data, seed, start) -> OptimizeResult:
         outer = max(1, self.steps // self.period)
-        worst = problem.objective == "worst"
+        worst = problem.objective.epigraph
         table, mu, nu = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst)
         lb = float(lower_bound(true_data, mu, nu, worst=worst))
         status = "infeasible" if bool(proves_infeasible(true_data, lb)) else "step limit"
@@ -321,7 +321,7 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     n_periods = -(-opt.steps // opt.period)
     slack = bool(np.any(np.asarray(base.pair_delta) > 0) or np.any(np.asarray(base.mix_delta) > 0))
     tables, lbs, us = _batch(batch, true_batch, jax.random.PRNGKey(seed), n_periods, opt.period,
-                             problem.objective == "worst", opt.omega, opt.jitter, slack,
+                             problem.objective.epigraph, opt.omega, opt.jitter, slack,
                              opt.gap_tol, opt.viol_factor * opt.gap_tol)
     tables = np.array(tables).reshape((len(scales), *problem.shape))
     tables = tables / tables.sum(-1, keepdims=True)
