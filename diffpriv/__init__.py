@@ -19,10 +19,11 @@ families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP` and their typed c
 ``Optimizer``, ``solve_batch``).
 """
 
-from diffpriv import solvers
+from diffpriv import mechanisms, solvers
 from diffpriv._lazy import lazy_getattr
 from diffpriv.certification import Certificate, VerifyReport, certify, verify
 from diffpriv.config import ConfigError, OptimizerOptions, load_config
+from diffpriv.mechanisms import MECHANISMS, Evaluation, calibrate, compare, evaluate
 from diffpriv.problems import (
     OBJECTIVES,
     Constraint,
@@ -64,6 +65,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "FAMILIES",
+    "MECHANISMS",
+    "Evaluation",
+    "calibrate",
+    "compare",
+    "evaluate",
+    "mechanisms",
     "OBJECTIVES",
     "ExpectedLoss",
     "Objective",

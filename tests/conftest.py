@@ -14,3 +14,11 @@ jax.config.update("jax_enable_x64", True)
 @pytest.fixture
 def key():
     return jax.random.PRNGKey(0)
+
+
+@pytest.fixture
+def runner():
+    """A typer ``CliRunner`` for the ``diffpriv`` command line (stdout and stderr kept apart)."""
+    from typer.testing import CliRunner
+
+    return CliRunner()

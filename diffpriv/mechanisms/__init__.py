@@ -1,10 +1,88 @@
-"""Mechanisms as objects: the softmax-parametrised table (JAX, loaded on first use)."""
+"""Mechanisms: the softmax-parametrised table the optimizer trains (JAX, loaded on first use),
+and the seeds' mechanisms and classic baselines as tables (numpy), registered by name in
+:data:`MECHANISMS` and evaluated with the common certifier (:func:`evaluate`, :func:`calibrate`,
+:func:`compare`).
+
+Registered: ``krr``, ``planar_laplace``, ``planar_gaussian``, ``restricted_laplace``
+(:mod:`._baselines`), ``coupling`` (:mod:`._coupling`), ``one_bit_cluster``,
+``smooth_one_bit``, ``smooth_categorical`` (:mod:`._profile_based`). The tupling mechanism
+outputs tuples, not a table over the outputs: :func:`evaluate_tupling` (:mod:`._tupling`).
+"""
 
 from diffpriv._lazy import lazy_getattr
+from diffpriv.mechanisms import _baselines, _coupling, _profile_based  # noqa: F401  (register)
+from diffpriv.mechanisms._coupling import (
+    CouplingError,
+    barycenter,
+    bottleneck_coupling,
+    coupling_mechanism,
+    optimal_coupling,
+)
+from diffpriv.mechanisms._evaluate import (
+    ComparisonRow,
+    Evaluation,
+    calibrate,
+    compare,
+    evaluate,
+    format_comparison,
+)
+from diffpriv.mechanisms._profile_based import (
+    ChainRow,
+    ProfileLPError,
+    categorical_chain_report,
+    flip_probability,
+    one_bit_cluster,
+    smooth_categorical,
+    smooth_one_bit,
+)
+from diffpriv.mechanisms._registry import MECHANISMS, ParameterError, mechanism
+from diffpriv.mechanisms._tupling import (
+    DeltaEstimate,
+    Tupling,
+    TuplingReport,
+    evaluate_tupling,
+    theorem3_bound,
+    theorem3_delta,
+    tuple_delta_exact,
+    tuple_delta_monte_carlo,
+    tupling_loss_matrix,
+)
 
 _LAZY = {"Mechanism": "diffpriv.mechanisms._mechanism"}
 
 __getattr__ = lazy_getattr("diffpriv.mechanisms", _LAZY)
 
 
-__all__ = ["Mechanism"]
+__all__ = [
+    "MECHANISMS",
+    "ChainRow",
+    "ComparisonRow",
+    "CouplingError",
+    "DeltaEstimate",
+    "Evaluation",
+    "Mechanism",
+    "ParameterError",
+    "ProfileLPError",
+    "Tupling",
+    "TuplingReport",
+    "barycenter",
+    "bottleneck_coupling",
+    "calibrate",
+    "categorical_chain_report",
+    "compare",
+    "coupling_mechanism",
+    "evaluate",
+    "evaluate_tupling",
+    "flip_probability",
+    "format_comparison",
+    "mechanism",
+    "one_bit_cluster",
+    "optimal_coupling",
+    "smooth_categorical",
+    "smooth_one_bit",
+    "theorem3_bound",
+    "theorem3_delta",
+    "tuple_delta_exact",
+    "tuple_delta_monte_carlo",
+    "tupling_loss_matrix",
+]
