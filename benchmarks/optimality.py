@@ -49,6 +49,8 @@ def main() -> None:
                     help="pdhg's stopping gap (default 1e-5, ten times tighter than the optimizer's)")
     ap.add_argument("--period", type=int, default=None,
                     help="pdhg's steps between restart checks (default: the optimizer's)")
+    ap.add_argument("--omega", type=float, default=None,
+                    help="pdhg's primal weight (default: the optimizer's)")
     ap.add_argument("--out", default="benchmarks/results/optimality.json")
     args = ap.parse_args()
     methods = args.methods.split(",")
@@ -70,6 +72,8 @@ def main() -> None:
                 opts["gap_tol"] = args.gap_tol
                 if args.period is not None:
                     opts["period"] = args.period
+                if args.omega is not None:
+                    opts["omega"] = args.omega
             design = dp.design(problem, method=m, **opts)  # optimize, then certify
             result, cert = design.result, design.certificate
             assert cert.ok and dp.verify(cert.to_dict()).ok

@@ -122,6 +122,22 @@ def test_options_are_validated():
         dp.optimize(k_rr_problem(2, 1.0), steps=0)
     with pytest.raises(ValueError, match="optimizer.omega"):
         dp.optimize(k_rr_problem(2, 1.0), omega=-1.0)
+    with pytest.raises(ValueError, match=r"^optimizer.omega_range: must be >= 1.0, got 0.5$"):
+        dp.optimize(k_rr_problem(2, 1.0), omega_range=0.5)
+
+
+def test_primal_weight_adapts_upwards_within_its_range():
+    """PDLP's primal-weight update moves the weight at restarts, never below the initial weight
+    nor above omega_range times it; omega_range = 1 keeps it fixed, and both runs certify."""
+    problem = random_problem(1)
+    start = float(dp.optimize(problem, steps=1, period=1, polish=False).state.omega)
+    fixed = dp.optimize(problem, steps=6000, omega_range=1.0)
+    adapted = dp.optimize(problem, steps=6000)
+    assert float(fixed.state.omega) == start and fixed.state.anchor == ()
+    assert start < float(adapted.state.omega) <= 9 * start * (1 + 1e-12)
+    ref = solve_lp(problem).value
+    for r in (fixed, adapted):
+        assert certify(problem, r.table).loss == pytest.approx(ref, rel=1e-2)
 
 
 def test_support_radius_table_certifies_without_mixing():

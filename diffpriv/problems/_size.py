@@ -5,8 +5,8 @@ The estimates count the float64 arrays each stage holds at its peak (measured ag
 implementation, rounded up), with ``T = S·X·Y`` table entries, ``K`` comparisons (``Kp`` of
 pairs, ``Km`` of mixtures) and ``U = 2K·Y`` multiplier entries:
 
-* ``optimizer``: about 14 table-sized arrays (logits, table, gradient, extrapolation, running
-  sums, polishing), 10 multiplier-sized ones, 6 copies of the dense mixture rows ``[2Km, S·X]``;
+* ``optimizer``: about 15 table-sized arrays (logits, table, gradient, extrapolation, running
+  sums, the last restart point, polishing), 11 multiplier-sized ones, 6 copies of the dense mixture rows ``[2Km, S·X]``;
   when that does not fit, the **lean** plan (expected objective, method ``pdhg``): float32
   iterates without running averages or polishing — the multipliers once (4 times with slack
   simplices, for δ > 0; the compiled step holds no temporary of their size), 8 float32 and
@@ -85,7 +85,7 @@ def estimate(problem, stage: str, *, lean: bool = False) -> int:
         copies = 4 if _has_slack(problem) else 1
         return 4 * (copies * u + 6 * t + 6 * 2 * km * ns * nx) + 8 * 2 * t + 24 * kp
     if stage == "optimizer":
-        return 8 * (14 * t + 10 * u + 6 * 2 * km * ns * nx) + 24 * kp
+        return 8 * (15 * t + 11 * u + 6 * 2 * km * ns * nx) + 24 * kp
     if stage == "certifier":
         # the certifier's chunk, and the largest table stored inline, each defined once
         from diffpriv.certification._arrays import INLINE_LIMIT

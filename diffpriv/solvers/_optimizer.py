@@ -150,11 +150,11 @@ class Optimizer(Options):
             if init is not None:
                 raise ValueError("init: warm starts need method 'pdhg'")
             return self._run_al(problem, data, true_data, seed, start)
-        steps = _steps_jit(data, true_data, worst, self.omega)
+        steps = _steps_jit(data, true_data, worst, self.omega, self.omega_range)
         slack = bool(np.any(np.asarray(true_data.pair_delta) > 0)
                      or np.any(np.asarray(true_data.mix_delta) > 0))
         state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter, slack=slack,
-                                 average=not lean)
+                                 average=not lean, adapt=self.omega_range > 1)
         if isinstance(init, OptimizeResult) and isinstance(init.state, _pdhg.PDHGState):
             if any(getattr(init.state, f).shape != getattr(state, f).shape
                    or getattr(init.state, f).dtype != getattr(state, f).dtype
@@ -262,9 +262,10 @@ def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
     return _pdhg.log_normalise(logits, data.mask)
 
 
-@jax.jit(static_argnums=(2, 3))
-def _steps_jit(data, true_data, worst, omega):
-    return _pdhg.step_sizes(data, worst=worst, omega_scale=omega, bound_data=true_data)
+@jax.jit(static_argnums=(2, 3, 4))
+def _steps_jit(data, true_data, worst, omega, omega_range):
+    return _pdhg.step_sizes(data, worst=worst, omega_scale=omega, omega_range=omega_range,
+                            bound_data=true_data)
 
 
 @jax.jit(static_argnums=(2, 3, 4))
@@ -321,7 +322,7 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     n_periods = -(-opt.steps // opt.period)
     slack = bool(np.any(np.asarray(base.pair_delta) > 0) or np.any(np.asarray(base.mix_delta) > 0))
     tables, lbs, us = _batch(batch, true_batch, jax.random.PRNGKey(seed), n_periods, opt.period,
-                             problem.objective.epigraph, opt.omega, opt.jitter, slack,
+                             problem.objective.epigraph, opt.omega, opt.omega_range, opt.jitter, slack,
                              opt.gap_tol, opt.viol_factor * opt.gap_tol)
     tables = np.array(tables).reshape((len(scales), *problem.shape))
     tables = tables / tables.sum(-1, keepdims=True)
@@ -336,14 +337,15 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     return tables, np.asarray(lbs)
 
 
-@jax.jit(static_argnums=(3, 4, 5, 6, 7, 8))
-def _batch(batch, true_batch, key, n_periods, period, worst, omega, jitter, slack, gap_tol,
-           viol_tol):
+@jax.jit(static_argnums=(3, 4, 5, 6, 7, 8, 9))
+def _batch(batch, true_batch, key, n_periods, period, worst, omega, omega_range, jitter, slack,
+           gap_tol, viol_tol):
     """One compiled program for a batch of budgets (the budgets have a leading batch axis)."""
 
     def one(data, true_data):
-        st = _pdhg.step_sizes(data, worst=worst, omega_scale=omega, bound_data=true_data)
-        state = _pdhg.init_state(data, st, key, jitter, slack=slack)
+        st = _pdhg.step_sizes(data, worst=worst, omega_scale=omega, omega_range=omega_range,
+                              bound_data=true_data)
+        state = _pdhg.init_state(data, st, key, jitter, slack=slack, adapt=omega_range > 1)
         out = _pdhg.run(data, st, state, n_periods, max_periods=n_periods, period=period,
                         worst=worst, gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data)
         return jnp.exp(out.state.theta), out.state.best_lb, out.state.u

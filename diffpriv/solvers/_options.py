@@ -29,7 +29,10 @@ class Options:
     steps: int = _f(100_000, "maximum number of optimizer steps", ge=1, le=10**9)
     period: int = _f(500, "steps between restarts and stopping checks (the optimizer runs whole "
                      "periods: steps is rounded up to a multiple of it)", ge=1, le=100_000)
-    omega: float = _f(0.3, "primal weight, relative to the problem's natural scale", gt=0, le=1e6)
+    omega: float = _f(0.1, "initial primal weight, relative to the problem's natural scale",
+                      gt=0, le=1e6)
+    omega_range: float = _f(9.0, "at each restart the primal weight adapts (PDLP's update) within "
+                            "[omega, omega · omega_range]; 1 keeps it fixed", ge=1.0, le=1e3)
     gap_tol: float = _f(1e-4, "stop once the relative gap (objective − certified lower bound) / "
                         "lower bound of the restart iterate is at most this", gt=0, le=1.0)
     viol_factor: float = _f(1e-2, "... and its largest constraint violation (normalised units) is at "
