@@ -6,11 +6,11 @@ implementation, rounded up), with ``T = S·X·Y`` table entries, ``K`` compariso
 pairs, ``Km`` of mixtures) and ``U = 2K·Y`` multiplier entries:
 
 * ``optimizer``: about 15 table-sized arrays (logits, table, gradient, extrapolation, running
-  sums, the last restart point, polishing), 11 multiplier-sized ones, 6 copies of the dense mixture rows ``[2Km, S·X]``;
-  when that does not fit, the **lean** plan (expected objective, method ``pdhg``): float32
-  iterates without running averages or polishing — the multipliers once (4 times with slack
-  simplices, for δ > 0; the compiled step holds no temporary of their size), 8 float32 and
-  3 float64 table-sized arrays (the problem's loss, the host table);
+  sums, the last restart point, polishing), 11 multiplier-sized ones, 6 copies of the dense
+  mixture rows ``[2Km, S·X]``; when that does not fit, the **lean** plan (expected objective,
+  method ``pdhg``): float32 iterates without running averages or polishing — the multipliers
+  once (4 times with slack simplices, for δ > 0; the compiled step holds no temporary of their
+  size), 8 float32 and 3 float64 table-sized arrays (the problem's loss, the host table);
 * ``certifier``: 4 table-sized arrays (the cleaned table, the repair's best and current
   candidates, a temporary), 16 chunks of comparisons' laws and their temporaries (a chunk is
   at most ``K·Y`` and :data:`diffpriv.certification._laws.CHUNK` law entries), the mixtures'

@@ -20,8 +20,9 @@ whichever of the current iterate and the average since the last restart has the 
 error (duality gap + constraint violation), and the run restarts from it when that error has
 fallen enough since the last restart (PDLP's adaptive criteria, :func:`_period`); restarts give
 fast convergence on these LPs. At each restart the primal weight moves towards the ratio of the
-primal and dual movements since the previous restart (PDLP's update, within a bounded range). Every evaluated dual iterate yields a certified lower bound by
-weak duality; the best one is kept.
+primal and dual movements since the previous restart (PDLP's update, within a bounded range).
+Every evaluated dual iterate yields a certified lower bound by weak duality; the best one is
+kept.
 
 The run stops on the device (``lax.while_loop`` over periods, so under ``vmap`` every batch
 element stops on its own) when the restart iterate's relative gap to the certified lower bound,
