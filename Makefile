@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 OUT ?= out/quickstart
 
-.PHONY: run test test-slow bench frontier lint clean sacramento
+.PHONY: run test test-slow bench frontier chain lint clean sacramento
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ bench: $(STAMP)
 
 frontier: $(STAMP)
 	$(PY) experiments/frontier.py configs/quickstart.toml --out out/frontier
+
+chain: $(STAMP)
+	$(PY) experiments/categorical_chain.py --out out/categorical_chain/table.md
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check diffpriv tests benchmarks experiments

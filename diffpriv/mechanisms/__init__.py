@@ -27,8 +27,11 @@ from diffpriv.mechanisms._evaluate import (
     format_comparison,
 )
 from diffpriv.mechanisms._profile_based import (
+    CATEGORICAL_CHAIN,
+    CATEGORICAL_CHAIN_EDGES,
     ChainRow,
     ProfileLPError,
+    categorical_chain_problem,
     categorical_chain_report,
     flip_probability,
     one_bit_cluster,
@@ -54,6 +57,8 @@ __getattr__ = lazy_getattr("diffpriv.mechanisms", _LAZY)
 
 
 __all__ = [
+    "CATEGORICAL_CHAIN",
+    "CATEGORICAL_CHAIN_EDGES",
     "MECHANISMS",
     "ChainRow",
     "ComparisonRow",
@@ -68,6 +73,7 @@ __all__ = [
     "barycenter",
     "bottleneck_coupling",
     "calibrate",
+    "categorical_chain_problem",
     "categorical_chain_report",
     "compare",
     "coupling_mechanism",

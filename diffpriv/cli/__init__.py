@@ -1,0 +1,68 @@
+"""The ``diffpriv`` command line: ``optimize``, ``certify``, ``export``, ``plot``, ``reference``,
+``evaluate``.
+
+Exit codes: 0 success; 1 a certificate's claims do not hold (or a solver failed); 2 a user
+error — a bad config, a bad option value, a missing, malformed or too large file, an output
+location that cannot be written — reported as one line ``error: ...`` on stderr, without a
+traceback and without writing any output. Every command that reads a certificate reads it
+with :func:`~diffpriv.cli._common._read_certificate`, which checks its size, keys, types and
+shapes (:mod:`diffpriv.certification._schema`) before :func:`diffpriv.certification.verify`
+checks its claims. Output locations are checked before anything is computed. JAX is imported
+only once a config has been validated, inside ``optimize`` (and ``evaluate --compare``);
+matplotlib only inside ``plot``.
+
+The modules: :mod:`~diffpriv.cli._common` (the error contract, reading configs and
+certificates, checking and writing outputs), :mod:`~diffpriv.cli._summary` (the printed and
+saved summaries), :mod:`~diffpriv.cli._optimize` (``optimize``, ``reference``),
+:mod:`~diffpriv.cli._certificate` (``certify``, ``export``, ``plot``),
+:mod:`~diffpriv.cli._evaluate` (``evaluate``) and :mod:`~diffpriv.cli._tupling` (its
+``--mechanism tupling``).
+"""
+
+from __future__ import annotations
+
+import typer
+from typer.core import TyperGroup, TyperOption
+
+from diffpriv.cli._certificate import certify, export, plot
+from diffpriv.cli._common import _fail
+from diffpriv.cli._evaluate import evaluate
+from diffpriv.cli._optimize import optimize, reference
+
+__all__ = ["app", "main"]
+
+
+class _Commands(TyperGroup):
+    """The command group. A bad option value or a missing argument is reported like any bad
+    input, as one ``error: <option>: <problem>`` line and exit code 2 (not a usage panel)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as e:  # a bad option value, or a missing one (a subclass)
+            msg = e.format_message()  # "Missing argument 'config'."
+            if isinstance(e.param, TyperOption) and e.message:  # "--seed: input should be ..."
+                msg = f"{e.param.opts[0]}: {e.message[:1].lower()}{e.message[1:]}"
+            _fail(msg.removesuffix("."))
+        except MemoryError:  # the last line of defence: inputs are bounded before they are read
+            _fail("out of memory: the input is too large for this machine")
+
+
+app = typer.Typer(
+    cls=_Commands,
+    name="diffpriv",
+    help="Optimal local obfuscation mechanisms under distribution privacy, certified exactly.\n\n"
+    "Typical use: diffpriv optimize CONFIG --out DIR; diffpriv certify DIR/certificate.json;"
+    " diffpriv export DIR/certificate.json --format csv; diffpriv plot DIR/certificate.json."
+    " Exit codes: 0 ok, 1 a claim fails, 2 bad input.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+for _command in (optimize, certify, export, plot, reference, evaluate):  # the order of --help
+    app.command()(_command)
+
+
+def main() -> None:
+    """The console-script entry point."""
+    app()

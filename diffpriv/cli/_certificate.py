@@ -1,0 +1,111 @@
+"""``certify``, ``export`` and ``plot``: the commands that read a certificate (each with
+:func:`~diffpriv.cli._common._read_certificate`), re-check its claims or draw its table.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from diffpriv.cli._common import _check_out_file, _fail, _read_certificate, _user_errors, _verify, console
+from diffpriv.cli._summary import _constraints, _print_constraints
+from diffpriv.io._export import FORMATS, write_table
+
+
+def certify(
+    file: Annotated[Path, typer.Argument(help="certificate.json from optimize or reference.")],
+    exact: Annotated[
+        bool, typer.Option(help="Re-check in exact rational arithmetic (slow, for deployment).")
+    ] = False,
+) -> None:
+    """Re-check every claim of a certificate from scratch; exit 0 if all hold, 1 if any fails.
+
+    Rebuilds the problem stored in FILE, recomputes each constraint's exact level for the stored
+    table and compares it with the budget and with the level the certificate claims.
+    """
+    report = _verify(file, _read_certificate(file), exact=exact)
+    if report.problem is not None:
+        _print_constraints(_constraints(report.problem, report.levels))
+    if not report.ok:
+        for failure in report.failures:
+            typer.echo(f"FAIL {failure}", err=True)
+        typer.echo(f"{file}: {len(report.failures)} claim(s) do not hold", err=True)
+        raise typer.Exit(1)
+    console.print(f"{file}: all claims hold" + (" (exact arithmetic)" if exact else ""))
+
+
+def export(
+    file: Annotated[Path, typer.Argument(help="certificate.json to export the table of.")],
+    format: Annotated[
+        str, typer.Option("--format", "-f", help="csv (long format), npz or json.")
+    ] = "csv",
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output file [default: next to FILE].")
+    ] = None,
+) -> None:
+    """Write the certified table of FILE for deployment, after re-checking the certificate.
+
+    csv has one row per entry: profile,input,output,probability. npz holds the arrays table,
+    profiles, inputs, outputs (and coordinates); json holds the same as nested lists. A
+    certificate whose claims do not hold is refused (exit 1).
+    """
+    if format not in FORMATS:
+        _fail(f"--format: must be one of {', '.join(FORMATS)}, got {format!r}")
+    target = out if out is not None else file.with_name(f"table.{format}")
+    _check_out_file(target)
+    cert = _read_certificate(file)
+    report = _verify(file, cert)
+    if not report.ok:
+        typer.echo(f"error: {file}: certificate does not hold; not exporting", err=True)
+        for failure in report.failures:
+            typer.echo(f"FAIL {failure}", err=True)
+        raise typer.Exit(1)
+    with _user_errors():
+        try:
+            write_table(cert.problem, cert.table, format, target)
+        except MemoryError:
+            _fail(f"{file}: cannot be exported: out of memory")
+    console.print(f"wrote {target} ({format}, table of shape {cert.problem.shape})")
+
+
+def plot(
+    file: Annotated[Path, typer.Argument(help="certificate.json to draw.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="PNG file [default: plot.png next to FILE].")
+    ] = None,
+) -> None:
+    """Draw the certified mechanism of FILE as a PNG (matplotlib).
+
+    Inputs and outputs with 2-D coordinates (a grid): maps of (a) the protected item
+    distributions, (b) what an observer of the reports sees for each item, (c) for a few true
+    inputs the distribution of the report, (d) the expected loss of each input. Other domains
+    (categories): the table as a heatmap per profile, then the item distributions, their output
+    distributions and the expected loss per input as bars. The claims are not re-checked: use
+    certify for that.
+    """
+    target = out if out is not None else file.with_name("plot.png")
+    if target.suffix.lower() != ".png":
+        _fail(f"--out: must be a .png file, got {str(target)!r}")
+    _check_out_file(target)
+    cert = _read_certificate(file)
+    from diffpriv.certification._safety import table_problems
+
+    with np.errstate(over="ignore", invalid="ignore"):  # a row sum of inf is reported as such
+        bad = table_problems(cert.problem, cert.table)
+    if bad:  # not a table of probabilities: nothing to draw (the claims are not checked)
+        _fail(f"{file}: cannot be drawn: {bad[0]}; does certify accept it?")
+    from diffpriv.io._plot import plot_certificate  # imports matplotlib
+
+    with _user_errors(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning is an error line, never stderr noise
+        try:
+            plot_certificate(cert.problem, cert.table, cert.data, target, title=str(file))
+        except (ArithmeticError, ValueError, Warning) as e:  # absurd numbers
+            _fail(f"{file}: cannot be drawn ({type(e).__name__}: {e}); does certify accept it?")
+        except MemoryError:
+            _fail(f"{file}: cannot be drawn: out of memory")
+    console.print(f"wrote {target}")

@@ -1,0 +1,139 @@
+"""``optimize`` and ``reference``: a config solved (by the optimizer, or exactly as an LP),
+certified, and written as ``certificate.json`` and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from diffpriv.certification._schema import admit_certificate
+from diffpriv.cli._common import (
+    _certify_and_save,
+    _check_out_dir,
+    _fail,
+    _load,
+    _meta,
+    _user_errors,
+    console,
+)
+from diffpriv.cli._summary import _print_summary, _summary
+from diffpriv.config._config import MAX_SEED
+from diffpriv.io._export import jsonable, write_json
+from diffpriv.problems._size import admit
+from diffpriv.solvers._options import Options
+
+MAX_STEPS = next(f.metadata["le"] for f in dataclasses.fields(Options) if f.name == "steps")
+
+
+def optimize(
+    config: Annotated[Path, typer.Argument(help="TOML config describing the problem.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for certificate.json and summary.json.")
+    ],
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Random seed; overrides \\[optimizer] seed.", min=0, max=MAX_SEED),
+    ] = None,
+    steps: Annotated[
+        int | None,
+        typer.Option(help="Optimizer steps; overrides \\[optimizer] steps. The optimizer runs whole "
+                     "periods (\\[optimizer] period, default 500): N is rounded up to a multiple "
+                     "of the period, so fewer steps than one period run one period.",
+                     min=1, max=MAX_STEPS),
+    ] = None,
+    progress: Annotated[
+        bool, typer.Option(help="Show a progress bar on stderr (only when it is a terminal).")
+    ] = True,
+) -> None:
+    """Find the least-loss mechanism for CONFIG, certify it, and write OUT/certificate.json.
+
+    The config is validated completely before JAX starts. The optimized table is then
+    certified exactly (numpy, float64) and, if a constraint is violated, repaired by mixing with
+    a data-independent channel. Prints a summary: the objective of the optimized and the
+    certified table, the certified lower bound on the optimum and the gap to it, each
+    constraint's budget, certified level and margin, the repair weight and the time taken.
+    """
+    problem, options = _load(config)
+    _check_out_dir(out)
+    with _user_errors():
+        for stage in ("optimizer", "certifier"):
+            admit(problem, stage)
+        admit_certificate(problem)
+    meta = jsonable(_meta("optimize", config))
+    kwargs = options.kwargs()  # the [optimizer] table; the command line overrides seed, steps
+    config_seed, config_steps = kwargs.pop("seed"), kwargs.pop("steps")
+    seed = config_seed if seed is None else seed
+    steps = config_steps if steps is None else steps
+    if steps is not None:
+        kwargs["steps"] = steps
+
+    from diffpriv._design import InfeasibleError, design  # imports JAX
+    from diffpriv.certification import RepairError, TableError
+
+    try:
+        d = design(problem, seed=seed, progress=progress, meta=meta, **kwargs)
+    except InfeasibleError as e:
+        _fail(f"{config}: {e}", code=1)
+    except (RepairError, TableError) as e:
+        _fail(f"certify: {e}", code=1)
+    result, cert = d.result, d.certificate
+    with _user_errors():
+        out.mkdir(parents=True, exist_ok=True)
+        cert.save(out / "certificate.json")
+    summary = _summary(
+        problem, cert, d.seconds,
+        optimized=float(result.objective), lower_bound=float(result.lower_bound),
+        steps=int(result.steps), stop=result.status, seed=int(result.seed), plan=result.plan,
+    )
+    with _user_errors():
+        write_json(out / "summary.json", summary)
+    _print_summary(summary, title=f"diffpriv optimize {config}")
+    console.print(f"wrote {out / 'certificate.json'} and {out / 'summary.json'}")
+    if not cert.ok:
+        raise typer.Exit(1)
+
+
+def reference(
+    config: Annotated[Path, typer.Argument(help="TOML config describing the problem.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Also certify the LP table; write certificate.json here."),
+    ] = None,
+) -> None:
+    """Solve CONFIG exactly as a linear program (HiGHS): the optimum that optimize aims at.
+
+    Prints the optimal objective value and the solve time. With --out, the LP's table is
+    certified like an optimized one and written to OUT/certificate.json and OUT/summary.json.
+    """
+    from diffpriv.solvers._lp import ReferenceSolveError, solve_lp
+
+    problem, _ = _load(config)
+    if out is not None:
+        _check_out_dir(out)
+    with _user_errors():
+        admit(problem, "lp")
+        if out is not None:
+            admit(problem, "certifier")
+            admit_certificate(problem)
+    try:
+        with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ValueError
+            result = solve_lp(problem)
+    except (ReferenceSolveError, ValueError) as e:
+        _fail(f"reference: {e}", code=1)
+    solver = {"lp_optimum": result.value, "status": result.status}
+    summary = {"objective": problem.objective.text, **solver, "seconds": {"LP": result.seconds}}
+    if out is not None:
+        meta = _meta("reference", config, reference=solver)
+        cert, certify_seconds = _certify_and_save(problem, result.table, out, meta, None)
+        seconds = {"LP": result.seconds, "certify": certify_seconds}
+        summary = _summary(problem, cert, seconds, **solver)
+        with _user_errors():
+            write_json(out / "summary.json", summary)
+    _print_summary(summary, title=f"diffpriv reference {config}")
+    if out is not None:
+        console.print(f"wrote {out / 'certificate.json'} and {out / 'summary.json'}")

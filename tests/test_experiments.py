@@ -1,0 +1,68 @@
+"""The experiments run as scripts: ``experiments/categorical_chain.py`` writes the numbers of
+``categorical_chain_report`` and of diffpriv's LP, and says they agree."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import pytest
+
+import diffpriv as dp
+from diffpriv.mechanisms import categorical_chain_problem, categorical_chain_report
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows(text: str, header: str) -> list[list[str]]:
+    """The cells of the markdown table whose header line starts with ``header``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_categorical_chain_table_matches_the_report(tmp_path, capsys):
+    epsilons = (0.1, 0.5)
+    out = tmp_path / "chain" / "table.md"
+    main = _script("categorical_chain").main
+    assert main(["--eps", ",".join(map(str, epsilons)), "--out", str(out), "--no-optimizer"]) == 0
+    text = out.read_text()
+    assert capsys.readouterr().out.startswith(text)  # printed, then "wrote ..."
+
+    costs = _rows(text, "| ε | mechanism |")
+    report = categorical_chain_report(epsilons)
+    assert [(float(r[0]), r[1]) for r in costs] == [(r.epsilon, r.mechanism) for r in report]
+    for cells, row in zip(costs, report, strict=True):  # printed to 6 significant digits
+        assert [float(c) for c in cells[2:]] == pytest.approx([*row.costs, row.max_off_diagonal],
+                                                              rel=1e-5, abs=1e-12)
+
+    lps = _rows(text, "| ε | Smooth Categorical objective |")
+    assert [(float(r[0]), r[1], r[2]) for r in lps] == [
+        (e, ours, theirs) for e in epsilons for ours, theirs in (("rows", "worst"), ("expected", "expected"))]
+    for cells in lps:  # printed to 9 significant digits
+        lp = dp.solvers.lp(categorical_chain_problem(float(cells[0]), objective=cells[2])).value
+        assert float(cells[3]) == pytest.approx(lp, rel=1e-8, abs=1e-12)
+        assert float(cells[4]) == pytest.approx(lp, rel=1e-8, abs=1e-12)
+        assert cells[5:] == ["–", "–", "yes"]
+    assert "all agree" in text
+
+
+@pytest.mark.slow
+def test_categorical_chain_optimizer_agrees(tmp_path):
+    """With ``dp.design`` (JAX, about 15 s: compiling for two objectives)."""
+    out = tmp_path / "table.md"
+    assert _script("categorical_chain").main(["--eps", "0.3", "--out", str(out)]) == 0
+    lps = _rows(out.read_text(), "| ε | Smooth Categorical objective |")
+    assert len(lps) == 2 and all(r[-1] == "yes" and r[5] != "–" for r in lps)
