@@ -329,3 +329,16 @@ def test_registry_validates_parameters():
         MECHANISMS["coupling"](problem, perturb=-1)
     with pytest.raises(ValueError, match="worst"):
         MECHANISMS["coupling"](problem, worst="maybe")
+
+
+def test_optimal_coupling_does_not_depend_on_the_scale_of_the_cost():
+    """POT's network simplex pivots with an absolute tolerance: the cost is rescaled exactly
+    (by a power of 2) before solving, so tiny costs give the same optimal plan."""
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        a, b = rng.dirichlet(np.ones(30)), rng.dirichlet(np.ones(30))
+        cost = rng.random((30, 30))
+        best = float(np.sum(cp.optimal_coupling(a, b, cost) * cost))
+        for scale in (1e-12, 1e8):
+            plan = cp.optimal_coupling(a, b, cost * scale)
+            assert float(np.sum(plan * cost)) == pytest.approx(best, rel=1e-9)

@@ -87,8 +87,14 @@ def _cost(cost, nx: int, ny: int) -> np.ndarray:
 
 def _emd(a: np.ndarray, b: np.ndarray, cost: np.ndarray, allowed: np.ndarray | None):
     """An optimal plan ``[X, Y]`` (only on ``allowed`` cells if given), or ``None`` if no coupling
-    lives on ``allowed``. Raises :class:`CouplingError` if POT stops short of optimality."""
+    lives on ``allowed``. Raises :class:`CouplingError` if POT stops short of optimality.
+
+    The cost is scaled exactly by a power of 2 to a largest entry in ``[½, 1)``: POT's pivoting
+    tolerance is absolute, and with costs around 1e-12 it stopped 4 % above the optimum.
+    """
     nx, ny = cost.shape
+    if cost.size and cost.max() > 0:
+        cost = np.ldexp(cost, -int(np.frexp(cost.max())[1]))
     if allowed is None:
         m = np.ascontiguousarray(cost)
     else:
