@@ -94,7 +94,7 @@ def test_violation_by_column_slices_is_the_violation():
 def _lean_temp_bytes(problem):
     true = linear_data(problem, jnp.float32, compact=True)
     data = tighten(true)
-    steps = _optimizer._steps_jit(data, true, False, 0.3)
+    steps = _optimizer._steps_jit(data, true, False, 0.3, 1.0)
     state = _pdhg.init_state(data, steps, jax.random.PRNGKey(0), slack=False, average=False)
     compiled = _optimizer._run.lower(data, true, steps, state, 2, 2, 10, False, 1e-4,
                                      1e-6).compile()

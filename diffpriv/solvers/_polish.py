@@ -50,7 +50,8 @@ def polish(problem: Problem, table: np.ndarray, g: np.ndarray, delta: np.ndarray
       g, delta: the solver's normalised constraint matrix ``[M, R]`` (scipy CSR) and slack
         budgets ``[M]``.
       u: ``[M, Y]`` the solver's multipliers.
-      zero_tol: entries below this times their row's largest become exactly zero.
+      zero_tol: entries below this times their row's largest become exactly zero (100 times
+        more in each further round: a round that still violates a budget has left dust).
       active_tol: constraints within this of binding (or with a positive multiplier) are
         treated as active.
       rounds: projection rounds (each clips negatives and re-projects).
@@ -60,8 +61,8 @@ def polish(problem: Problem, table: np.ndarray, g: np.ndarray, delta: np.ndarray
     umax = float(np.max(u, initial=0.0))
     best, best_v = a0, float(np.max(violation(g, delta, a0), initial=-np.inf))
     a = a0.copy()
-    for _ in range(rounds):
-        free = a > zero_tol * a.max(axis=1, keepdims=True)
+    for i in range(rounds):
+        free = a > zero_tol * 100.0**i * a.max(axis=1, keepdims=True)
         a = np.where(free, a, 0.0)  # numerical dust becomes exact zeros (0/0 ratios are ignored)
         m, rhs = _active_system(g, delta, u, umax, a, free, active_tol)
         a[free] += _least_norm(m, rhs)
