@@ -51,7 +51,8 @@ def polish(problem: Problem, table: np.ndarray, g: np.ndarray, delta: np.ndarray
         budgets ``[M]``.
       u: ``[M, Y]`` the solver's multipliers.
       zero_tol: entries below this times their row's largest become exactly zero (100 times
-        more in each further round: a round that still violates a budget has left dust).
+        more in each further round, up to 1e-6: a round that still violates a budget may have
+        left dust).
       active_tol: constraints within this of binding (or with a positive multiplier) are
         treated as active.
       rounds: projection rounds (each clips negatives and re-projects).
@@ -62,7 +63,7 @@ def polish(problem: Problem, table: np.ndarray, g: np.ndarray, delta: np.ndarray
     best, best_v = a0, float(np.max(violation(g, delta, a0), initial=-np.inf))
     a = a0.copy()
     for i in range(rounds):
-        free = a > zero_tol * 100.0**i * a.max(axis=1, keepdims=True)
+        free = a > max(zero_tol, min(zero_tol * 100.0**i, 1e-6)) * a.max(axis=1, keepdims=True)
         a = np.where(free, a, 0.0)  # numerical dust becomes exact zeros (0/0 ratios are ignored)
         m, rhs = _active_system(g, delta, u, umax, a, free, active_tol)
         a[free] += _least_norm(m, rhs)
