@@ -90,12 +90,7 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
         rows.append(("solver plan", "lean: float32, no averages, no polishing (the standard "
                                     "plan needs more memory than the limit)"))
     rows.append(("time", ", ".join(f"{k} {v:.2f} s" for k, v in s["seconds"].items())))
-    table = Table(title=title, title_justify="left", show_header=False)
-    table.add_column(style="bold")
-    table.add_column()
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    _print_rows(rows, title)
     if "constraints" in s:
         _print_constraints(s["constraints"])
 
@@ -111,3 +106,13 @@ def _mechanism_text(name: str, params: Mapping[str, Any]) -> str:
     """``krr (epsilon=0.8)``."""
     inner = ", ".join(f"{k}={_number_text(v)}" for k, v in params.items())
     return f"{name} ({inner})" if inner else name
+
+
+def _print_rows(rows: list[tuple[str, str]], title: str) -> None:
+    """``(what, value)`` rows as a two-column rich table, the first column bold."""
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)

@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 from rich.markup import escape
-from rich.table import Table
 
-from diffpriv.cli._common import _fail, console
-from diffpriv.cli._summary import _mechanism_text
+from diffpriv.cli._common import _fail
+from diffpriv.cli._summary import _mechanism_text, _print_rows
 from diffpriv.problems._problem import Problem
 
 TUPLING = "tupling"
@@ -145,9 +144,4 @@ def _print_tupling(s: dict[str, Any], title: str) -> None:
         ("Theorem 3 (Kawamoto & Murakami)", theorem),
         ("time", ", ".join(f"{k} {v:.2f} s" for k, v in s["seconds"].items())),
     ]
-    table = Table(title=title, title_justify="left", show_header=False)
-    table.add_column(style="bold")
-    table.add_column()
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    _print_rows(rows, title)
