@@ -361,3 +361,11 @@ def test_a_certificate_with_another_objective_fails_verification():
     cert["objective"] = "worst"
     report = dp.verify(cert)
     assert not report.ok and any(f.startswith("objective: stored 'worst'") for f in report.failures)
+
+
+def test_a_kind_is_registered_once():
+    with pytest.raises(ValueError, match=r"^constraint kind 'distp' is registered twice$"):
+        dp.register(dp.DistP)
+    with pytest.raises(ValueError, match=r"^objective kind 'worst' is registered twice$"):
+        dp.register_objective(dp.WorstCaseLoss)
+    assert dp.FAMILIES["distp"] is dp.DistP and dp.OBJECTIVES["worst"] is dp.WorstCaseLoss

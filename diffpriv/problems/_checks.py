@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["SpecError", "check_distribution"]
+__all__ = ["SpecError", "add_kind", "check_distribution"]
 
 _SUM_TOL = 1e-9
 
@@ -97,3 +97,11 @@ def _check_labels(field: str, labels: Sequence[str]) -> tuple[str, ...]:
             raise SpecError(f"{field}: duplicate label {label!r}")
         seen.add(label)
     return labels
+
+
+def add_kind(table: dict[str, type], cls: type, what: str) -> type:
+    """Registers ``cls`` in ``table`` under its ``kind``; a ValueError if the kind is taken."""
+    if cls.kind in table:
+        raise ValueError(f"{what} kind {cls.kind!r} is registered twice")
+    table[cls.kind] = cls
+    return cls

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock
-from diffpriv.problems._checks import SpecError, _check_budget, _integer, _is_sequence
+from diffpriv.problems._checks import SpecError, _check_budget, _integer, _is_sequence, add_kind
 
 __all__ = ["FAMILIES", "register", "DistP", "LocalDP", "ExtendedDP", "constraint_from_dict",
            "check_pairs"]
@@ -34,10 +34,7 @@ FAMILIES: dict[str, type] = {}
 
 def register(cls: type) -> type:
     """Class decorator: makes a constraint family known by its ``kind`` (JSON, configs)."""
-    if cls.kind in FAMILIES:
-        raise ValueError(f"constraint kind {cls.kind!r} is registered twice")
-    FAMILIES[cls.kind] = cls
-    return cls
+    return add_kind(FAMILIES, cls, "constraint")
 
 
 def constraint_from_dict(d: Any, where: str):

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from diffpriv.problems._checks import SpecError
+from diffpriv.problems._checks import SpecError, add_kind
 
 __all__ = ["OBJECTIVES", "ExpectedLoss", "Objective", "WorstCaseLoss", "objective_from_json",
            "register_objective", "require_linear"]
@@ -34,10 +34,7 @@ OBJECTIVES: dict[str, type] = {}
 
 def register_objective(cls: type) -> type:
     """Class decorator: makes an objective known by its ``kind`` (JSON, configs)."""
-    if cls.kind in OBJECTIVES:
-        raise ValueError(f"objective kind {cls.kind!r} is registered twice")
-    OBJECTIVES[cls.kind] = cls
-    return cls
+    return add_kind(OBJECTIVES, cls, "objective")
 
 
 class Objective:
