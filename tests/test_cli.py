@@ -10,32 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _configs import BASE_TOML
 from typer.testing import CliRunner
 
 from diffpriv.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 
-BASE_TOML = """\
-[inputs]
-labels = ["a", "b", "c"]
-
-[loss]
-kind = "hamming"
-
-[[items]]
-name = "p"
-distribution = [0.5, 0.3, 0.2]
-
-[[items]]
-name = "q"
-distribution = [0.2, 0.3, 0.5]
-
-[[constraints]]
-kind = "distp"
-epsilon = 0.5
-pairs = [["p", "q"]]
-"""
 
 # (case id, text to replace in BASE_TOML, replacement, start of the error line after "error: ")
 BAD = [

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from test_cli import BASE_TOML, _config, _error_line  # the small categorical config
+from _configs import BASE_TOML
+from test_cli import _config, _error_line
 
 from diffpriv.cli import app
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _configs import BASE_TOML, grid_toml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -29,47 +30,9 @@ from diffpriv.config._config import MAX_CONFIG_BYTES, MAX_PAIRS
 from diffpriv.config._distributions import MAX_POINTS_FILE_BYTES, MAX_POINTS_LINE
 from diffpriv.problems import SizeError
 
-GRID_TOML = """\
-[inputs]
-grid = { rows = 3, cols = 3, cell = 1.0 }
+GRID_TOML = grid_toml(3, 3, (1.0, 1.0))
 
-[loss]
-kind = "euclidean"
-
-[[items]]
-name = "p"
-distribution = { gaussians = [{ center = [1.0, 1.0], scale = 1.0 }] }
-
-[[items]]
-name = "q"
-distribution = { uniform = true }
-
-[[constraints]]
-kind = "distp"
-epsilon = 0.5
-pairs = [["p", "q"]]
-"""
-
-LABELS_TOML = """\
-[inputs]
-labels = ["a", "b", "c"]
-
-[loss]
-kind = "hamming"
-
-[[items]]
-name = "p"
-distribution = [0.5, 0.3, 0.2]
-
-[[items]]
-name = "q"
-distribution = [0.2, 0.3, 0.5]
-
-[[constraints]]
-kind = "distp"
-epsilon = 0.5
-pairs = [["p", "q"]]
-"""
+LABELS_TOML = BASE_TOML
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _configs import grid_toml
 from typer.testing import CliRunner
 
 import diffpriv as dp
@@ -419,29 +420,7 @@ def test_exact_mode_refuses_tables_beyond_its_limit(pair, monkeypatch):
 
 # -- the command line ------------------------------------------------------------------------------
 
-GRID_TOML = """\
-[inputs]
-grid = { rows = 2, cols = 3, cell = 1.0 }
-
-[loss]
-kind = "euclidean"
-
-[[items]]
-name = "p"
-distribution = { gaussians = [{ center = [0.5, 0.5], scale = 1.0 }] }
-
-[[items]]
-name = "q"
-distribution = { uniform = true }
-
-[[constraints]]
-kind = "distp"
-epsilon = 0.5
-pairs = [["p", "q"]]
-
-[optimizer]
-steps = 2000
-"""
+GRID_TOML = grid_toml(2, 3, (0.5, 0.5)) + "\n[optimizer]\nsteps = 2000\n"
 
 
 def test_optimize_certify_export_through_the_arrays_file(tmp_path, small_limit, monkeypatch):
