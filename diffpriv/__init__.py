@@ -12,11 +12,11 @@ The public API (everything else lives in private modules)::
 
 Specification (numpy): :class:`Problem`, :class:`Domain`, :class:`Item`, the constraint
 families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP` and their typed comparison blocks
-(:class:`PairBlock`, :class:`MixtureBlock`), the objectives :class:`ExpectedLoss` and
-:class:`WorstCaseLoss` (registries :data:`FAMILIES`, :data:`OBJECTIVES`). Certification
-(numpy only, the trusted core): :func:`certify`, :func:`verify`, :class:`Certificate`. Solvers:
-:func:`optimize` (JAX, loaded on first use) and :mod:`diffpriv.solvers` (``lp``,
-``Optimizer``, ``solve_batch``).
+(:class:`PairBlock`, :class:`MixtureBlock`), the objectives :class:`ExpectedLoss`,
+:class:`WorstCaseLoss` and :class:`LargestEntry` (registries :data:`FAMILIES`,
+:data:`OBJECTIVES`). Certification (numpy only, the trusted core): :func:`certify`,
+:func:`verify`, :class:`Certificate`. Solvers: :func:`optimize` (JAX, loaded on first use) and
+:mod:`diffpriv.solvers` (``lp``, ``Optimizer``, ``solve_batch``).
 """
 
 from diffpriv import mechanisms, solvers
@@ -32,6 +32,7 @@ from diffpriv.problems import (
     ExpectedLoss,
     ExtendedDP,
     Item,
+    LargestEntry,
     LocalDP,
     Objective,
     Problem,
@@ -73,6 +74,7 @@ __all__ = [
     "mechanisms",
     "OBJECTIVES",
     "ExpectedLoss",
+    "LargestEntry",
     "Objective",
     "WorstCaseLoss",
     "register_objective",

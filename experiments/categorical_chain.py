@@ -7,12 +7,12 @@ its edges (pure DistP in diffpriv). Two tables, per ε:
 1. The per-category costs of their eq. (8), ``cost_j = max_i |P_i[j] − (P_i A^i)[j]|``, of Smooth
    Categorical (LP (6): a matrix per profile minimising the largest off-diagonal entry) and of
    k-ary randomized response at the same ε (``dp.mechanisms.categorical_chain_report``).
-2. Smooth Categorical's LP with the two objectives a diffpriv problem can state — ``rows``, the
-   largest off-diagonal row mass (diffpriv's worst-case 0/1 loss) and ``expected``, the expected
-   0/1 loss under the prior ``P_i / 3`` — next to diffpriv's exact LP (``dp.solvers.lp``) and its
-   optimizer (``dp.design``: certified loss and certified lower bound) on
-   ``dp.mechanisms.categorical_chain_problem(ε, objective=...)``. LP (6)'s own objective, the
-   largest single entry, is not a loss diffpriv expresses; it is the last column of table 1.
+2. Smooth Categorical's LP with three objectives — ``entries``, LP (6)'s own, the largest
+   off-diagonal entry (diffpriv's ``entry`` objective, :class:`dp.LargestEntry`, with the 0/1
+   loss); ``rows``, the largest off-diagonal row mass (diffpriv's worst-case 0/1 loss); and
+   ``expected``, the expected 0/1 loss under the prior ``P_i / 3`` — next to diffpriv's exact LP
+   (``dp.solvers.lp``) and its optimizer (``dp.design``: certified loss and certified lower
+   bound) on ``dp.mechanisms.categorical_chain_problem(ε, objective=...)``.
 
     python experiments/categorical_chain.py --out out/categorical_chain/table.md
 
@@ -39,7 +39,7 @@ from diffpriv.mechanisms import (
 )
 
 EPSILONS = "0.05,0.1,0.25,0.5,1,1.5"
-OBJECTIVES = (("rows", "worst"), ("expected", "expected"))
+OBJECTIVES = (("entries", "entry"), ("rows", "worst"), ("expected", "expected"))
 """Smooth Categorical's objective and diffpriv's that states the same LP."""
 LP_TOL = 1e-9
 DESIGN_RTOL = 1e-3
@@ -116,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         "## The Smooth Categorical LP against diffpriv's LP and optimizer",
         "",
-        "rows: largest off-diagonal row mass = diffpriv's worst-case 0/1 loss; "
+        "entries: largest off-diagonal entry (LP (6)) = diffpriv's largest weighted entry "
+        "(0/1 loss); rows: largest off-diagonal row mass = diffpriv's worst-case 0/1 loss; "
         "expected: expected 0/1 loss, prior P_i / 3.",
         "",
         *lp_table(agree),

@@ -46,7 +46,7 @@ RULES = [
     ("prior NaN", dict(prior=np.array([np.nan, 0.5, 0.5])), "prior: has a NaN"),
     ("profiles duplicate", dict(profiles=("p", "p")), "profiles: duplicate label 'p'"),
     ("profiles a string", dict(profiles="ab"), "profiles: expected a sequence of labels"),
-    ("objective", dict(objective="median"), "objective: must be 'expected' or 'worst'"),
+    ("objective", dict(objective="median"), "objective: must be 'expected', 'worst' or 'entry'"),
     ("item duplicate name", dict(items=(item("i"), item("i"))), "items[1].name: duplicate item name"),
     ("item name not a string", dict(items=(item(3), item("j"))), "items[0].name: expected a string"),
     ("item profile out of range", dict(items=(item(profile=1), item("j"))),
@@ -253,7 +253,8 @@ MALFORMED = [
     ("loss ragged", _set(["loss", 0], [1.0]), "loss: expected an array of numbers"),
     ("metric overflows", _set(["input_metric"], [[0, 10**400, 0]] * 3), "input_metric: expected an array"),
     ("support ragged", _set(["support", 0, 1], [1]), "support: expected a boolean array"),
-    ("objective unknown", _set(["objective"], ["worst"]), "objective: must be 'expected' or 'worst'"),
+    ("objective unknown", _set(["objective"], ["worst"]),
+     "objective: must be 'expected', 'worst' or 'entry'"),
 ]
 
 
@@ -332,6 +333,19 @@ def test_objective_kinds_and_objects_are_the_same_problem():
     assert make().expected_loss(table) == pytest.approx((0.4 + 0.7 + 0.9) / 3)
 
 
+def test_largest_entry_objective():
+    """``entry``: the largest loss-weighted entry over rows of positive prior, by brute force;
+    its JSON form is the bare kind."""
+    p = make(objective="entry")
+    assert isinstance(p.objective, dp.LargestEntry) and problem_to_dict(p)["objective"] == "entry"
+    rng = np.random.default_rng(3)
+    table = rng.dirichlet(np.ones(p.shape[2]), size=p.shape[:2])
+    best = max(p.loss[x, y] * table[s, x, y] for s in range(p.shape[0]) for x in range(p.shape[1])
+               for y in range(p.shape[2]) if p.prior[s, x] > 0)
+    assert p.objective_value(table) == best
+    assert dp.certify(p, table).loss == pytest.approx(best, rel=1e-12)  # it renormalises rows
+
+
 def test_objective_registry_is_the_extension_point(row_power):
     """A new objective is one registered class: JSON round trip with its parameters, the
     certifier uses its value, and the linear solvers refuse it in one line."""
@@ -346,8 +360,8 @@ def test_objective_registry_is_the_extension_point(row_power):
     cert = dp.certify(p, table)
     assert cert.loss == pytest.approx(np.mean(rows ** 3)) and cert.objective == d["objective"]
     assert dp.verify(json.loads(json.dumps(cert.to_dict()))).ok
-    with pytest.raises(SpecError, match=r"^objective: the LP reference handles 'expected' and "
-                                        r"'worst', not 'test_row_power'$"):
+    with pytest.raises(SpecError, match=r"^objective: the LP reference handles 'expected', "
+                                        r"'worst' and 'entry', not 'test_row_power'$"):
         dp.solvers.lp(p)
     with pytest.raises(SpecError, match=r"^objective: the optimizer handles"):
         dp.optimize(p, steps=10)

@@ -90,7 +90,8 @@ def lagrangian_bound(problem: Problem, result) -> float:
     gb = np.eye(n_prof)[c.sb][:, :, None] * c.wb[:, None, :]
     growth = np.exp(c.eps)[:, None, None]
     mu = result.multipliers
-    cost = result.row_weights[:, :, None] * problem.loss[None]
+    rho = result.row_weights  # [S, X] per row, or [S, X, Y] per entry (largest entry)
+    cost = (rho if rho.ndim == 3 else rho[:, :, None]) * problem.loss[None]
     cost = cost + np.einsum("ky,ksx->sxy", mu[:, 0], ga - growth * gb)
     cost = cost + np.einsum("ky,ksx->sxy", mu[:, 1], gb - growth * ga)
     cost = np.where(problem.support_mask(), cost, np.inf)
@@ -111,7 +112,8 @@ def dense_lp_value(problem: Problem) -> float:
         for x in range(n_in):
             for y in range(n_out):
                 column[s, x, y] = len(column)
-    worst = isinstance(problem.objective, dp.WorstCaseLoss)
+    worst = isinstance(problem.objective, (dp.WorstCaseLoss, dp.LargestEntry))
+    entries = isinstance(problem.objective, dp.LargestEntry)
     n_vars = len(column) + int(worst)
 
     laws = []  # (profile, weights, profile, weights, eps, delta)
@@ -152,7 +154,14 @@ def dense_lp_value(problem: Problem) -> float:
     cost = np.zeros(n_vars)
     for s in range(n_prof):
         for x in range(n_in):
-            if worst and problem.prior[s, x] > 0:
+            if entries and problem.prior[s, x] > 0:  # one epigraph row per entry
+                for y in range(n_out):
+                    row = np.zeros(n_vars)
+                    row[column[s, x, y]] = problem.loss[x, y]
+                    row[-1] = -1.0
+                    a_ub.append(row)
+                    b_ub.append(0.0)
+            elif worst and problem.prior[s, x] > 0:
                 row = np.zeros(n_vars)
                 for y in range(n_out):
                     row[column[s, x, y]] = problem.loss[x, y]
@@ -275,6 +284,8 @@ _FAMILIES = [
     {"delta": 0.1, "extra": "ldp"},
     {"objective": "worst"},
     {"objective": "worst", "delta": 0.05, "n_profiles": 2},
+    {"objective": "entry", "extra": "ldp"},
+    {"objective": "entry", "delta": 0.05, "n_profiles": 2},
     {"sparse": True, "n_profiles": 3},
     {"outputs": "grid", "loss": "random"},
     {"loss": "hamming", "extra": "xdp"},
@@ -311,7 +322,7 @@ def test_multipliers_prove_optimality(index):
         bound = lagrangian_bound(problem, result)
         assert bound <= result.value + 1e-7
         assert bound == pytest.approx(result.value, abs=1e-7), family
-        if isinstance(problem.objective, dp.WorstCaseLoss):
+        if problem.objective.epigraph:
             assert result.row_weights.sum() == pytest.approx(1.0, abs=1e-7)
         else:
             np.testing.assert_array_equal(result.row_weights, problem.prior)
@@ -340,6 +351,19 @@ def test_worst_objective():
     assert worst.value == pytest.approx(problem.worst_loss(worst.table), abs=1e-9)
     assert worst.value <= problem.worst_loss(expected.table) + 1e-9
     assert expected.value <= problem.expected_loss(worst.table) + 1e-9
+
+
+def test_entry_objective():
+    """The largest weighted entry sits between the worst row loss over the row's support size and
+    the worst row loss; LP optima order accordingly."""
+    problem = random_problem(8, n_in=8, outputs="same", loss="euclidean", extra="ldp")
+    entry = solve_lp(dataclasses.replace(problem, objective="entry"))
+    worst = solve_lp(dataclasses.replace(problem, objective="worst"))
+    weighted = entry.table * problem.loss[None]
+    assert entry.value == pytest.approx(weighted[problem.prior > 0].max(), abs=1e-9)
+    assert entry.value <= dp.LargestEntry().value(problem, worst.table) + 1e-9
+    assert entry.value <= worst.value + 1e-9
+    assert worst.value <= problem.shape[2] * entry.value + 1e-9
 
 
 def test_positive_delta_beats_pure():

@@ -131,7 +131,7 @@ OptimizerCfg = _optimizer_schema()
 
 class ConfigCfg(StrictModel):
     description: str = ""
-    objective: Literal["expected", "worst"] = "expected"
+    objective: Literal["expected", "worst", "entry"] = "expected"
     inputs: DomainCfg
     outputs: DomainCfg | None = None
     loss: LossCfg

@@ -326,8 +326,9 @@ def smooth_categorical(profiles, edges: Sequence[tuple[int, int]], eps, *, objec
       profiles: ``[k, d]`` categorical profiles ``P_i``.
       edges: the profile graph's edges ``(i, j)``.
       eps: the budget ε (or one per edge).
-      objective: ``"entries"`` is LP (6). Two objectives that diffpriv's problems can express
-        (for comparison with its LP reference): ``"rows"``, the largest off-diagonal row mass
+      objective: ``"entries"`` is LP (6) (diffpriv's ``"entry"`` objective with the 0/1 loss,
+        when every row has positive weight). Two more, also diffpriv objectives (for comparison
+        with its LP reference): ``"rows"``, the largest off-diagonal row mass
         ``max_{i,x: w>0} (1 − A^i[x,x])`` (diffpriv's worst-case objective with the 0/1 loss);
         ``"expected"``, ``Σ w[i,x] (1 − A^i[x,x])`` (its expected 0/1 loss with prior ``w``).
       weights: ``[k, d]`` row weights ``w`` (default ``P_i / k``).
@@ -390,7 +391,8 @@ def categorical_chain_problem(eps: float, *, objective: str = "expected", profil
                               edges: Sequence[tuple[int, int]] = CATEGORICAL_CHAIN_EDGES) -> Problem:
     """The Categorical-Chain experiment as a diffpriv problem: a profile per row of ``profiles``
     with its distribution as the one item, ε-DistP on the chain's edges, 0/1 loss, prior
-    ``π[i, x] = P_i[x] / k``, and ``objective`` ``"expected"`` or ``"worst"``."""
+    ``π[i, x] = P_i[x] / k``, and ``objective`` ``"expected"``, ``"worst"`` or ``"entry"``
+    (LP (6)'s: every prior entry is positive on the chain, so every off-diagonal entry counts)."""
     p = np.asarray(profiles, dtype=np.float64)
     k, d = p.shape
     dom = Domain(tuple(f"c{j + 1}" for j in range(d)))

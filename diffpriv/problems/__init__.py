@@ -16,6 +16,7 @@ from diffpriv.problems._known import (
 from diffpriv.problems._objectives import (
     OBJECTIVES,
     ExpectedLoss,
+    LargestEntry,
     Objective,
     WorstCaseLoss,
     register_objective,
@@ -27,6 +28,7 @@ __all__ = [
     "FAMILIES",
     "OBJECTIVES",
     "ExpectedLoss",
+    "LargestEntry",
     "Objective",
     "WorstCaseLoss",
     "register_objective",

@@ -7,9 +7,11 @@ An objective is a frozen dataclass with a ``kind`` tag, registered in :data:`OBJ
 * ``to_json()`` / ``from_json(value, where)`` — its JSON form in a problem or a certificate: the
   bare ``kind`` string when it has no parameters (``"expected"``), else a mapping with ``kind``;
 * ``text`` — how it reads in a summary (``"expected loss"``);
-* ``epigraph`` — for the linear solvers: ``False`` when the objective is ``Σ C[s,x,y] A[s,x,y]``
-  for a fixed cost ``C``; ``True`` when it is the largest of the per-row losses
-  ``Σ_y A[s,x,y] L[x,y]`` over rows of positive prior (minimised through an epigraph variable).
+* ``epigraph`` — for the linear solvers: ``""`` when the objective is ``Σ C[s,x,y] A[s,x,y]``
+  for a fixed cost ``C``; ``"rows"`` when it is the largest of the per-row losses
+  ``Σ_y A[s,x,y] L[x,y]`` over rows of positive prior, ``"entries"`` when it is the largest of
+  the weighted entries ``L[x,y] A[s,x,y]`` over those rows (both minimised through an epigraph
+  variable ``t`` with one linear constraint per row or per entry).
 
 A solver that cannot handle an objective says so up front with a one-line
 :class:`~diffpriv.SpecError`. numpy only.
@@ -25,7 +27,7 @@ import numpy as np
 
 from diffpriv.problems._checks import SpecError, add_kind
 
-__all__ = ["OBJECTIVES", "ExpectedLoss", "Objective", "WorstCaseLoss", "objective_from_json",
+__all__ = ["OBJECTIVES", "ExpectedLoss", "LargestEntry", "Objective", "WorstCaseLoss", "objective_from_json",
            "register_objective", "require_linear"]
 
 OBJECTIVES: dict[str, type] = {}
@@ -42,7 +44,7 @@ class Objective:
 
     kind: ClassVar[str]
     text: ClassVar[str]
-    epigraph: ClassVar[bool]
+    epigraph: ClassVar[str]
 
     def value(self, problem, table: np.ndarray) -> float:
         raise NotImplementedError
@@ -71,7 +73,7 @@ class ExpectedLoss(Objective):
 
     kind: ClassVar[str] = "expected"
     text: ClassVar[str] = "expected loss"
-    epigraph: ClassVar[bool] = False
+    epigraph: ClassVar[str] = ""
 
     def value(self, problem, table: np.ndarray) -> float:
         return problem.expected_loss(table)
@@ -85,10 +87,29 @@ class WorstCaseLoss(Objective):
 
     kind: ClassVar[str] = "worst"
     text: ClassVar[str] = "worst-case loss"
-    epigraph: ClassVar[bool] = True
+    epigraph: ClassVar[str] = "rows"
 
     def value(self, problem, table: np.ndarray) -> float:
         return problem.worst_loss(table)
+
+
+@register_objective
+@dataclasses.dataclass(frozen=True)
+class LargestEntry(Objective):
+    """The largest loss-weighted entry of a row of positive prior,
+    ``max_{(s,x): π[s,x] > 0, y} L[x,y] A[s,x,y]``.
+
+    With the 0/1 loss it is the largest probability of reporting one given wrong value: the
+    objective of Smooth Categorical (LP (6) of Geumlek & Chaudhuri 2019, seed 002), which bounds
+    every category's distortion at once rather than a row's total."""
+
+    kind: ClassVar[str] = "entry"
+    text: ClassVar[str] = "largest weighted entry"
+    epigraph: ClassVar[str] = "entries"
+
+    def value(self, problem, table: np.ndarray) -> float:
+        weighted = np.asarray(table, dtype=np.float64) * problem.loss[None]
+        return float(weighted[problem.prior > 0].max(initial=0.0))
 
 
 def objective_from_json(value: Any, where: str = "objective") -> Objective:
@@ -98,14 +119,20 @@ def objective_from_json(value: Any, where: str = "objective") -> Objective:
         return value
     kind = value.get("kind") if isinstance(value, Mapping) else value
     if not isinstance(kind, str) or kind not in OBJECTIVES:
-        known = " or ".join(repr(k) for k in OBJECTIVES)
+        names = [repr(k) for k in OBJECTIVES]
+        known = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
         raise SpecError(f"{where}: must be {known}, got {kind!r}")
     return OBJECTIVES[kind].from_json(value, where)
 
 
 def require_linear(problem, solver: str) -> None:
     """A one-line :class:`SpecError` unless ``problem``'s objective is one the linear solvers
-    (PDHG, the LP reference) handle: :class:`ExpectedLoss` or :class:`WorstCaseLoss`."""
-    if not isinstance(problem.objective, (ExpectedLoss, WorstCaseLoss)):
-        raise SpecError(f"objective: the {solver} handles 'expected' and 'worst', "
+    (PDHG, the LP reference) handle: :class:`ExpectedLoss`, :class:`WorstCaseLoss` or
+    :class:`LargestEntry`."""
+    if not isinstance(problem.objective, LINEAR):
+        raise SpecError(f"objective: the {solver} handles 'expected', 'worst' and 'entry', "
                         f"not {problem.objective.kind!r}")
+
+
+LINEAR = (ExpectedLoss, WorstCaseLoss, LargestEntry)
+"""The objectives the linear solvers handle (a linear cost, or an epigraph over rows or entries)."""

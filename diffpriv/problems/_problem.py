@@ -151,7 +151,8 @@ class Problem:
       objective: an :class:`~diffpriv.problems._objectives.Objective`, or its kind:
         ``"expected"`` (:class:`ExpectedLoss`) minimises ``U(A)``; ``"worst"``
         (:class:`WorstCaseLoss`) minimises the largest expected loss of a row
-        ``max_{(s,x): π[s,x]>0} Σ_y A[s,x,y] L[x,y]``. Stored as the object.
+        ``max_{(s,x): π[s,x]>0} Σ_y A[s,x,y] L[x,y]``; ``"entry"`` (:class:`LargestEntry`) the
+        largest weighted entry ``max_{(s,x): π[s,x]>0, y} L[x,y] A[s,x,y]``. Stored as the object.
     """
 
     inputs: Domain

@@ -18,7 +18,12 @@ import jax.numpy as jnp
 import optax
 
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
-from diffpriv.solvers._linear import LinearData, operator
+from diffpriv.solvers._linear import (
+    LinearData,
+    epigraph_norm,
+    epigraph_values,
+    operator,
+)
 
 __all__ = ["solve_al"]
 
@@ -27,7 +32,7 @@ def solve_al(data: LinearData, key: jax.Array, *, outer: int = 30, inner: int = 
              learning_rate: float = 0.1, init_scale: float = 5.0, worst: bool = False):
     """Runs the augmented Lagrangian.
 
-    Returns ``(table [R, Y], u [2K, Y], nu [R])``: the multipliers rescaled to the original
+    Returns ``(table [R, Y], u [2K, Y], nu [R] or [R, Y])``: the multipliers rescaled to the original
     objective, so ``lower_bound(data', u, nu)`` is valid for any budgets ``data'``.
     """
     op = operator(data)
@@ -35,7 +40,7 @@ def solve_al(data: LinearData, key: jax.Array, *, outer: int = 30, inner: int = 
     total = jnp.maximum(jnp.sum(data.cost), 1e-300)
     cost = data.cost / total
     top = jnp.max(jnp.where(data.mask, data.row_loss, 0.0))
-    row_norm = jnp.sum(jnp.where(data.mask, data.row_loss, 0.0), axis=1) + 1.0
+    row_norm = epigraph_norm(data)
     m, y = delta.shape[0], data.cost.shape[1]
 
     def table_of(theta):
@@ -47,7 +52,7 @@ def solve_al(data: LinearData, key: jax.Array, *, outer: int = 30, inner: int = 
         w = jax.nn.softmax(phi, axis=-1)[:, :-1]
         c = op.apply(a) - delta[:, None] * w
         t = top * jax.nn.sigmoid(tau)
-        rows = jnp.where(data.row_active, (jnp.sum(data.row_loss * a, axis=1) - t) / row_norm, -1.0)
+        rows = jnp.where(data.row_active, (epigraph_values(data, a) - t) / row_norm, -1.0)
         f = t / jnp.maximum(top, 1e-300) if worst else jnp.sum(cost * a)
         return f, c, rows
 
@@ -63,7 +68,7 @@ def solve_al(data: LinearData, key: jax.Array, *, outer: int = 30, inner: int = 
     theta0 = -init_scale * data.row_loss / jnp.maximum(top, 1e-300)
     theta0 = theta0 + 1e-3 * jax.random.normal(key, theta0.shape, dtype=theta0.dtype)
     params = (theta0, jnp.zeros((m, y + 1)), jnp.asarray(0.0))
-    mu, nu = jnp.zeros((m, y)), jnp.zeros(data.cost.shape[0])
+    mu, nu = jnp.zeros((m, y)), jnp.zeros(data.row_active.shape)
 
     def outer_step(carry, _):
         params, mu, nu = carry

@@ -22,14 +22,21 @@ feasibility and balances the dual step sizes. ``G`` is never built:
 Multiplier rows are ordered: pairs direction 0, pairs direction 1, mixtures direction 0,
 mixtures direction 1.
 
-Weak duality: for any ``u ≥ 0`` of shape ``[M, Y]`` (and, for the worst-case objective,
-``ν ≥ 0`` of shape ``[R]``)::
+The epigraph objectives minimise ``t`` subject to ``ℓ(A) ≤ t`` with ``ℓ`` one of
+(:func:`epigraph_values`): the row losses ``ℓ_r = Σ_y L[x_r, y] A[r, y]`` (worst case, ``ν ≥ 0``
+of shape ``[R]``) or the weighted entries ``ℓ_{r,y} = L[x_r, y] A[r, y]`` (largest entry, ``ν``
+of shape ``[R, Y]``), over rows of positive prior. Which one is static: the shape of
+``row_active``, ``[R]`` or ``[R, Y]``.
+
+Weak duality: for any ``u ≥ 0`` of shape ``[M, Y]`` (and ``ν ≥ 0`` for an epigraph objective)::
 
     OPT ≥ Σ_r min_{y allowed} (C + Gᵀu)[r, y] − Σ_i δ_i max(0, max_y u[i, y])
 
-with ``C = π ⊙ L`` for the expected loss, and for the worst-case loss (``t ∈ [0, T]``)::
+with ``C = π ⊙ L`` for the expected loss, and for an epigraph objective (``t ∈ [0, T]``)::
 
-    OPT ≥ min(0, T (1 − Σ_r ν_r)) + Σ_r min_y (ν_r L[x_r] + Gᵀu)[r, y] − Σ_i δ_i max_y u[i, y]_+.
+    OPT ≥ min(0, T (1 − Σ ν)) + Σ_r min_y (ℓ'ᵀν + Gᵀu)[r, y] − Σ_i δ_i max_y u[i, y]_+
+
+where ``(ℓ'ᵀν)[r, y]`` is ``ν_r L[x_r, y]`` or ``ν_{r,y} L[x_r, y]`` (:func:`epigraph_weights`).
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is ma
 
 __all__ = ["LinearData", "Operator", "linear_data", "tighten", "operator", "lower_bound",
            "sparse_matrix", "largest_objective", "proves_infeasible", "lower_bound_by_columns",
-           "incidence"]
+           "incidence", "epigraph_values", "epigraph_weights", "epigraph_norm"]
 
 
 class LinearData(NamedTuple):
@@ -67,7 +74,7 @@ class LinearData(NamedTuple):
     mix_delta: jax.Array  # [Km]
     cost: jax.Array  # [R, Y]  π[s,x]·L[x,y] (expected objective)
     row_loss: jax.Array  # [R, Y]  L[x_r, y]
-    row_active: jax.Array  # [R] bool, π[s,x] > 0
+    row_active: jax.Array  # [R] bool, π[s,x] > 0 ([R, Y] for the largest-entry objective)
     mask: jax.Array  # [R, Y] bool, allowed outputs
     largest: jax.Array  # [] the largest objective any table on the support can have
 
@@ -198,6 +205,9 @@ def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = 
         row_loss = as_(np.broadcast_to(loss, (ns, *loss.shape)).reshape(ns * nx, -1))
     if compact and mask.all():
         mask = np.ones((ns * nx, 1), dtype=bool)
+    active = problem.prior.reshape(-1) > 0
+    if problem.objective.epigraph == "entries":
+        active = active[:, None] & np.broadcast_to(mask, (ns * nx, loss.shape[1]))
     index = jnp.int32 if ns * nx < 2**31 and pair_a.size < 2**31 else jnp.int64
     inc, side = incidence(pair_a, pair_b, ns * nx)
     return LinearData(
@@ -213,7 +223,7 @@ def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = 
         mix_delta=as_(cat([np.full(b.size, b.delta) for b in mixes])),
         cost=cost,
         row_loss=row_loss,
-        row_active=jnp.asarray(problem.prior.reshape(-1) > 0),
+        row_active=jnp.asarray(active),
         mask=jnp.asarray(mask),
         largest=as_(largest_objective(problem) if outputs is None else np.nan),
     )
@@ -238,6 +248,24 @@ def incidence(pair_a: np.ndarray, pair_b: np.ndarray, n_rows: int) -> tuple[np.n
     inc[rows, pos] = np.concatenate([np.arange(kp), np.arange(kp)])[order]
     side[rows, pos] = np.where(order < kp, 1, -1)
     return inc, side
+
+
+def epigraph_values(data: LinearData, table: jax.Array) -> jax.Array:
+    """``ℓ(A)``: the row losses ``[R]``, or the weighted entries ``[R, Y]`` (module docstring)."""
+    weighted = data.row_loss * table
+    return jnp.sum(weighted, axis=1) if data.row_active.ndim == 1 else weighted
+
+
+def epigraph_weights(data: LinearData, nu: jax.Array) -> jax.Array:
+    """``ℓ'ᵀν`` ``[R, Y]``: the multipliers ``ν`` of the epigraph constraints, as a cost."""
+    return (nu[:, None] if nu.ndim == 1 else nu) * data.row_loss
+
+
+def epigraph_norm(data: LinearData) -> jax.Array:
+    """The ℓ1 norm of each epigraph constraint's row, ``ℓ`` and ``−t`` (``[R]`` or ``[R, Y]``):
+    the solvers scale the constraints by it."""
+    loss = jnp.where(data.mask, data.row_loss, 0.0)
+    return (jnp.sum(loss, axis=1) if data.row_active.ndim == 1 else loss) + 1.0
 
 
 def largest_objective(problem: Problem) -> float:
@@ -304,7 +332,7 @@ def sparse_matrix(op: Operator) -> tuple[scipy.sparse.csr_array, np.ndarray]:
 def _reduced_min(data: LinearData, op: Operator, u, nu, worst: bool):
     """``Σ_r min_y (base + Gᵀu)[r, y]`` over allowed outputs, and ``max_y u⁺`` per row of
     ``G`` (the parts of :func:`lower_bound` that combine over column slices)."""
-    base = nu[:, None] * data.row_loss if worst else data.cost
+    base = epigraph_weights(data, nu) if worst else data.cost
     reduced = jnp.where(data.mask, base + op.transpose(u, positive=True), jnp.inf)
     return jnp.min(reduced, axis=1), jnp.maximum(jnp.max(u, axis=1, initial=0.0), 0.0)
 
@@ -322,8 +350,9 @@ def lower_bound(data: LinearData, u, nu=None, *, worst: bool = False, op: Operat
     """The weak-duality lower bound on the optimal objective (module docstring), at ``data``'s
     budgets.
 
-    ``u``: ``[M, Y]`` multipliers (negative entries are clipped to 0); ``nu``: ``[R]`` row
-    multipliers of the worst-case objective; ``op``: ``operator(data)`` if already built.
+    ``u``: ``[M, Y]`` multipliers (negative entries are clipped to 0); ``nu``: ``[R]`` or
+    ``[R, Y]`` multipliers of an epigraph objective's constraints; ``op``: ``operator(data)`` if
+    already built.
     """
     op = operator(data) if op is None else op
     if worst:

@@ -2,9 +2,10 @@
 
 Every constraint diffpriv expands into comparisons (pure and approximate DistP, local DP,
 extended DP, profile edges) is linear in the table once the hockey-stick divergence gets one
-auxiliary variable per output, and both objectives are linear (the worst case with one epigraph
-variable). So the exact optimum is the LP below, solved with ``scipy.optimize.linprog`` (HiGHS)
-on sparse matrices. It is the yardstick for the optimizer. numpy and scipy only.
+auxiliary variable per output, and every objective is linear (the worst case and the largest
+entry with one epigraph variable). So the exact optimum is the LP below, solved with
+``scipy.optimize.linprog`` (HiGHS) on sparse matrices. It is the yardstick for the optimizer.
+numpy and scipy only.
 
 Variables: ``A[s, x, y]`` where the support mask allows it; ``z[k, d, y] ≥ 0`` for comparisons
 with ``δ_k > 0``; ``t`` for the worst-case objective. Rows, with ``P_k = wa[k] @ A[sa[k]]``,
@@ -14,7 +15,9 @@ with ``δ_k > 0``; ``t`` for the worst-case objective. Rows, with ``P_k = wa[k] 
 * ``P[y] − e^{ε_k} Q[y] ≤ 0`` (``δ_k = 0``) or ``P[y] − e^{ε_k} Q[y] − z[k, d, y] ≤ 0`` and
   ``Σ_y z[k, d, y] ≤ δ_k`` (``δ_k > 0``), for both directions; rows with no positive coefficient
   hold for every non-negative table and are left out;
-* ``Σ_y A[s, x, y] L[x, y] − t ≤ 0`` for every ``(s, x)`` with ``π[s, x] > 0`` (worst case only).
+* ``Σ_y A[s, x, y] L[x, y] − t ≤ 0`` for every ``(s, x)`` with ``π[s, x] > 0`` (worst case), or
+  ``L[x, y] A[s, x, y] − t ≤ 0`` for every such row and every allowed ``y`` with ``L[x, y] > 0``
+  (largest entry).
 """
 
 from __future__ import annotations
@@ -58,7 +61,9 @@ class ReferenceResult:
       delta_multipliers: ``[K, 2]`` multipliers ``ν ≥ 0`` of the rows ``Σ_y z ≤ δ_k``
         (0 where ``δ_k = 0``).
       row_weights: ``[n_profiles, n_in]`` weights ``ρ`` of the row losses in the Lagrangian: the
-        prior for the expected objective, the multipliers of the epigraph rows for the worst case.
+        prior for the expected objective, the multipliers of the epigraph rows for the worst case;
+        for the largest entry ``[n_profiles, n_in, n_out]``, the multipliers of the entries'
+        epigraph rows (the Lagrangian's cost is then ``ρ ⊙ L``).
 
     Weak duality: for every table in the support,
     ``value ≥ Σ_{s,x} min_y (ρ[s,x] L[x,y] + Σ_{k,d} μ[k,d,y] c_{k,d}[s,x,y]) − Σ_{k,d} ν[k,d] δ_k``
@@ -83,7 +88,7 @@ class _LinearProgram(NamedTuple):
     b_eq: np.ndarray
     privacy_rows: np.ndarray  # [m1] flat index k * 2 * n_out + d * n_out + y of each privacy row
     delta_rows: np.ndarray  # [m2] flat index k * 2 + d of each Σ z ≤ δ row
-    loss_rows: np.ndarray  # [m3] flat index s * n_in + x of each epigraph row
+    loss_rows: np.ndarray  # [m3] flat index s * n_in + x (entries: (s * n_in + x) * n_out + y)
 
 
 def _sides(block: Block, n_in: int):
@@ -161,7 +166,7 @@ def _build(problem: Problem, blocks: tuple[Block, ...]) -> _LinearProgram:
     n_z = with_z.size
     delta_rows, z_group = np.unique(privacy_rows[with_z] // n_out, return_inverse=True)
     worst = problem.objective.epigraph
-    n_vars = n_table + n_z + int(worst)
+    n_vars = n_table + n_z + int(bool(worst))
 
     priv = priv.tocoo()
     m1, m2 = priv.shape[0], delta_rows.size
@@ -174,10 +179,16 @@ def _build(problem: Problem, blocks: tuple[Block, ...]) -> _LinearProgram:
     loss_rows = np.zeros(0, dtype=np.int64)
     c = np.zeros(n_vars)
     if worst:
-        loss_rows = np.flatnonzero(problem.prior.ravel() > 0)
-        row_index = np.full(n_prof * n_in, -1)
+        active = problem.prior.ravel() > 0
+        flat = s * n_in + x
+        if worst == "entries":  # one row per weighted entry L[x,y] A[s,x,y] of a positive row
+            weighted = mask & (problem.loss[None] != 0)
+            active = (active[:, None] & weighted.reshape(n_prof * n_in, n_out)).ravel()
+            flat = flat * n_out + y
+        loss_rows = np.flatnonzero(active)
+        row_index = np.full(active.size, -1)
         row_index[loss_rows] = np.arange(loss_rows.size)
-        entry_row = row_index[s * n_in + x]
+        entry_row = row_index[flat]
         on = (entry_row >= 0) & (problem.loss[x, y] != 0)
         rows += [m1 + m2 + entry_row[on], m1 + m2 + np.arange(loss_rows.size)]
         cols += [np.flatnonzero(on), np.full(loss_rows.size, n_vars - 1)]
@@ -267,9 +278,10 @@ def solve_lp(
         multipliers[lp.privacy_rows] = duals[:m1]
         delta_multipliers[lp.delta_rows] = duals[m1 : m1 + m2]
         if problem.objective.epigraph:
-            row_weights = np.zeros(n_prof * n_in)
+            shape = problem.shape if problem.objective.epigraph == "entries" else (n_prof, n_in)
+            row_weights = np.zeros(int(np.prod(shape)))
             row_weights[lp.loss_rows] = duals[m1 + m2 :]
-            row_weights = row_weights.reshape(n_prof, n_in)
+            row_weights = row_weights.reshape(shape)
     return ReferenceResult(
         table=table,
         value=float(res.fun),

@@ -4,8 +4,9 @@ The problem (see :mod:`diffpriv.solvers._linear`) is the saddle point::
 
     min_{A, w, t} max_{u ≥ 0, ν ≥ 0}  f(A, t) + ⟨u, G A − δ ⊙ w⟩ + ⟨ν, ℓ(A) − t⟩
 
-over row-stochastic ``A`` (softmax of logits), slack simplices ``w`` and, for the worst-case
-objective, ``t ∈ [0, T]`` with row losses ``ℓ_r(A) = Σ_y L[x_r, y] A[r, y]``. Each step is
+over row-stochastic ``A`` (softmax of logits), slack simplices ``w`` and, for an epigraph
+objective, ``t ∈ [0, T]`` with the row losses ``ℓ_r(A) = Σ_y L[x_r, y] A[r, y]`` (worst case)
+or the weighted entries ``ℓ_{r,y}(A) = L[x_r, y] A[r, y]`` (largest entry). Each step is
 
 * a **mirror-descent step in A**: ``θ ← θ − ω τ_r ∇_A`` then ``A = softmax(θ)`` (the entropic
   prox on each row's simplex, i.e. a gradient step on the logits with the gradient in ``A``);
@@ -47,7 +48,16 @@ import jax
 import jax.numpy as jnp
 
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
-from diffpriv.solvers._linear import LinearData, Operator, lower_bound, operator, proves_infeasible
+from diffpriv.solvers._linear import (
+    LinearData,
+    Operator,
+    epigraph_norm,
+    epigraph_values,
+    epigraph_weights,
+    lower_bound,
+    operator,
+    proves_infeasible,
+)
 
 __all__ = ["PDHGState", "PDHGOutput", "Steps", "step_sizes", "init_state", "log_normalise", "run",
            "CONVERGED", "STEP_LIMIT", "INFEASIBLE", "DIVERGED", "STATUS"]
@@ -67,7 +77,7 @@ class Steps(NamedTuple):
     tau_w: jax.Array  # [2K, 1]
     tau_t: jax.Array  # []
     sig_u: jax.Array  # [2K, 1]
-    row_norm: jax.Array  # [R] scale of each worst-case row constraint
+    row_norm: jax.Array  # [R] or [R, Y] scale of each epigraph constraint
     top: jax.Array  # [] T, the upper bound on t
     omega: jax.Array  # [] initial primal weight
     omega_range: jax.Array  # [] the weight adapts within [omega / range, omega · range]
@@ -76,9 +86,9 @@ class Steps(NamedTuple):
 class PDHGState(NamedTuple):
     theta: jax.Array  # [R, Y] table logits (normalised: logsumexp over y is 0)
     phi: jax.Array  # [2K, Y+1] slack logits (last entry: unused slack); [0, 1] without slack
-    t: jax.Array  # [] epigraph variable of the worst-case objective
+    t: jax.Array  # [] epigraph variable of an epigraph objective
     u: jax.Array  # [2K, Y] multipliers of the privacy constraints
-    nu: jax.Array  # [R] multipliers of the worst-case row constraints (scaled rows)
+    nu: jax.Array  # [R] or [R, Y] multipliers of the epigraph constraints (scaled)
     best_lb: jax.Array  # [] best certified lower bound so far (of any dual iterate)
     kkt: jax.Array  # [] KKT error of the restart candidate at the last evaluation
     obj: jax.Array  # [] objective of the restart candidate
@@ -117,10 +127,11 @@ def step_sizes(data: LinearData, *, worst: bool, omega_scale: float, omega_range
     bound_op = op if bound_data is None else operator(bound_data)
     delta = op.delta
     colsum = op.abs_column_sums()  # [R]
-    row_norm = jnp.sum(jnp.where(data.mask, data.row_loss, 0.0), axis=1) + 1.0
+    row_norm = epigraph_norm(data)
     active = data.row_active
-    if worst:
-        colsum = colsum + jnp.where(active, jnp.max(data.row_loss, axis=1) / row_norm, 0.0)
+    if worst:  # the largest coefficient of a row's entries in the epigraph constraints
+        weights = epigraph_weights(data, jnp.where(active, 1.0 / row_norm, 0.0))
+        colsum = colsum + jnp.max(jnp.where(data.mask, weights, 0.0), axis=1)
     positive = colsum > 0
     floor = jnp.min(jnp.where(positive, colsum, jnp.inf))
     floor = jnp.where(jnp.isfinite(floor), floor, 1.0)
@@ -152,7 +163,7 @@ def init_state(data: LinearData, steps: Steps, key: jax.Array, jitter: float = 1
     theta = log_normalise(jitter * jax.random.normal(key, (r, y), dtype=dtype), data.mask)
     phi = jnp.zeros((m, y + 1) if slack else (0, 1), dtype=dtype)
     u = jnp.zeros((m, y), dtype=dtype)
-    nu = jnp.zeros((r,), dtype=dtype)
+    nu = jnp.zeros(data.row_active.shape, dtype=dtype)
     scalar = lambda v: jnp.asarray(v, dtype=dtype)  # noqa: E731
     sums = (jnp.zeros_like(theta), jnp.zeros_like(phi), scalar(0.0), jnp.zeros_like(u),
             jnp.zeros_like(nu)) if average else ()
@@ -176,10 +187,10 @@ def init_state(data: LinearData, steps: Steps, key: jax.Array, jitter: float = 1
 
 
 def objective(data: LinearData, table, *, worst: bool):
-    """Expected loss, or the worst row loss over rows with positive prior."""
+    """Expected loss, or the largest epigraph value (row loss or weighted entry) over rows with
+    positive prior."""
     if worst:
-        rows = jnp.sum(data.row_loss * table, axis=1)
-        return jnp.max(jnp.where(data.row_active, rows, -jnp.inf))
+        return jnp.max(jnp.where(data.row_active, epigraph_values(data, table), -jnp.inf))
     return jnp.sum(data.cost * table)
 
 
@@ -207,7 +218,7 @@ def _violations(data, steps, table, w, t, worst):
     v = jax.nn.relu(steps.op.apply(table) - _slack_term(steps, w))
     total, top = _sum_and_max(v)
     if worst:
-        rows = jnp.sum(data.row_loss * table, axis=1)
+        rows = epigraph_values(data, table)
         r = jnp.where(data.row_active, jax.nn.relu(rows - t) / steps.row_norm, 0.0)
         total, top = total + jnp.sum(r), jnp.maximum(top, jnp.max(r))
     return total, top
@@ -230,7 +241,7 @@ def _step(data: LinearData, steps: Steps, worst: bool, average: bool, om):
         table = jnp.exp(theta)
         grad = steps.op.transpose(u)
         if worst:
-            grad = grad + (nu / steps.row_norm)[:, None] * data.row_loss
+            grad = grad + epigraph_weights(data, nu / steps.row_norm)
         else:
             grad = grad + data.cost
         theta_n = log_normalise(theta - om * steps.tau_a * grad, data.mask)
@@ -249,7 +260,7 @@ def _step(data: LinearData, steps: Steps, worst: bool, average: bool, om):
         u_n = jax.nn.relu(u + steps.sig_u / om * resid)
         if worst:
             t_n = jnp.clip(t - om * steps.tau_t * (1.0 - jnp.sum(nu / steps.row_norm)), 0.0, steps.top)
-            rows = jnp.sum(data.row_loss * bar_a, axis=1) - (2.0 * t_n - t)
+            rows = epigraph_values(data, bar_a) - (2.0 * t_n - t)
             nu_n = jnp.where(data.row_active, jax.nn.relu(nu + rows / steps.row_norm / om), 0.0)
         else:
             t_n, nu_n = t, nu
