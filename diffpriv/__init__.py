@@ -11,7 +11,8 @@ The public API (everything else lives in private modules)::
     lp = dp.solvers.lp(problem)                        # the exact optimum (HiGHS)
 
 Specification (numpy): :class:`Problem`, :class:`Domain`, :class:`Item`, the constraint
-families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP` and their typed comparison blocks
+families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP`, :class:`DivergenceDistP`,
+:class:`DivergenceDP`, :class:`ExtendedDistP` and their typed comparison blocks
 (:class:`PairBlock`, :class:`MixtureBlock`), the objectives :class:`ExpectedLoss`,
 :class:`WorstCaseLoss` and :class:`LargestEntry` (registries :data:`FAMILIES`,
 :data:`OBJECTIVES`). Certification (numpy only, the trusted core): :func:`certify`,
@@ -28,8 +29,11 @@ from diffpriv.problems import (
     OBJECTIVES,
     Constraint,
     DistP,
+    DivergenceDistP,
+    DivergenceDP,
     Domain,
     ExpectedLoss,
+    ExtendedDistP,
     ExtendedDP,
     Item,
     LargestEntry,
@@ -83,7 +87,10 @@ __all__ = [
     "Constraint",
     "Design",
     "DistP",
+    "DivergenceDistP",
+    "DivergenceDP",
     "Domain",
+    "ExtendedDistP",
     "ExtendedDP",
     "Item",
     "LocalDP",

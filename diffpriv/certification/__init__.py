@@ -20,12 +20,14 @@ Example:
 """
 
 from diffpriv.certification._certificate import FORMAT, Certificate, certify, versions
+from diffpriv.certification._divergences import DIVERGENCES, Divergence, divergence, renyi
 from diffpriv.certification._exact import exact_holds, exp_lower
 from diffpriv.certification._laws import identical_rows, output_laws, underflow_risk
 from diffpriv.certification._levels import (
     ComparisonLevels,
     comparison_levels,
     delta_level,
+    divergence_level,
     hockey_stick,
     pure_level,
     tight_epsilon,
@@ -43,9 +45,34 @@ from diffpriv.certification._safety import (
     table_problems,
 )
 from diffpriv.certification._summary import ConstraintLevel, constraint_levels
+from diffpriv.certification._transport import (
+    Transport,
+    TransportError,
+    check_coupling,
+    check_dual,
+    check_hall,
+    check_metric,
+    w_infinity,
+    wasserstein,
+    wasserstein_1d,
+)
 from diffpriv.certification._verify import VerifyReport, verify
 
 __all__ = [
+    "DIVERGENCES",
+    "Divergence",
+    "Transport",
+    "TransportError",
+    "check_coupling",
+    "check_dual",
+    "check_hall",
+    "check_metric",
+    "divergence",
+    "divergence_level",
+    "renyi",
+    "w_infinity",
+    "wasserstein",
+    "wasserstein_1d",
     "FORMAT",
     "REPAIR_FACTOR",
     "Certificate",

@@ -174,6 +174,8 @@ class Divergence:
       error: ``(r1, r0, a1, a0)``: ``|computed − exact| ≤ u·((r1·n + r0)·D + a1·n + a0) +
         n·2^-1073`` for ``n`` outputs (derived in the module docstring).
       alpha: the Rényi order (``inf`` for ``max``), ``None`` for the f-divergences.
+      sensitivity: ``(c1, c0)``: entrywise relative errors ``e`` in both laws move the exact
+        level by at most ``e·(c1·D + c0)`` to first order (module docstring).
 
     Example:
       >>> import numpy as np
@@ -188,6 +190,7 @@ class Divergence:
     symmetric: bool
     bounded: bool
     error: tuple[float, float, float, float]
+    sensitivity: tuple[float, float]
     alpha: float | None = None
 
     def level(self, P, Q) -> np.ndarray:
@@ -209,18 +212,29 @@ class Divergence:
         slack = (a1 * n_out + a0) * U64 + n_out * _SUBNORMAL
         return np.asarray(level, np.float64) * (1.0 + 2.0 * rel + 4.0 * U64) + 2.0 * slack
 
+    def law_error(self, level, e: float) -> np.ndarray:
+        """How far the exact level can move when each entry of both laws has relative error at
+        most ``e ≤ 10^-6``: twice the first-order bound ``e·(c1·D + c0)`` (the factor 2 covers
+        the higher-order terms), ``D`` the level (an upper bound of it)."""
+        c1, c0 = self.sensitivity
+        return 2.0 * e * (c1 * np.asarray(level, np.float64) + c0)
+
 
 _KL_ERROR = (1.0, 9.0, 18.0, 2.0)
 _RENYI_ERROR = (16.0, 2.0**15, 256.0, 2.0**18)
 
 DIVERGENCES: dict[str, Divergence] = {d.name: d for d in (
-    Divergence("kl", _kl, symmetric=False, bounded=False, error=_KL_ERROR),
-    Divergence("reverse_kl", _reverse_kl, symmetric=False, bounded=False, error=_KL_ERROR),
-    Divergence("tv", _tv, symmetric=True, bounded=True, error=(1.0, 2.0, 0.0, 0.0)),
-    Divergence("chi2", _chi2, symmetric=False, bounded=False, error=(1.0, 4.0, 0.0, 0.0)),
-    Divergence("hellinger", _hellinger, symmetric=True, bounded=True, error=(1.0, 10.0, 0.0, 0.0)),
+    Divergence("kl", _kl, symmetric=False, bounded=False, error=_KL_ERROR, sensitivity=(1.0, 4.0)),
+    Divergence("reverse_kl", _reverse_kl, symmetric=False, bounded=False, error=_KL_ERROR,
+               sensitivity=(1.0, 4.0)),
+    Divergence("tv", _tv, symmetric=True, bounded=True, error=(1.0, 2.0, 0.0, 0.0),
+               sensitivity=(0.0, 1.0)),
+    Divergence("chi2", _chi2, symmetric=False, bounded=False, error=(1.0, 4.0, 0.0, 0.0),
+               sensitivity=(3.0, 8.0)),
+    Divergence("hellinger", _hellinger, symmetric=True, bounded=True, error=(1.0, 10.0, 0.0, 0.0),
+               sensitivity=(0.0, 1.0)),
     Divergence("max", _max, symmetric=False, bounded=False, error=(0.0, 2.0, 0.0, 2.0**14),
-               alpha=math.inf),
+               sensitivity=(0.0, 2.0), alpha=math.inf),
 )}
 """The parameter-free divergences by name; Rényi divergences come from :func:`renyi`."""
 
@@ -242,7 +256,8 @@ def renyi(alpha: float) -> Divergence:
     if alpha == math.inf:
         return DIVERGENCES["max"]
     return Divergence(f"renyi({alpha!r})", functools.partial(_renyi, alpha=alpha),
-                      symmetric=alpha == 0.5, bounded=False, error=_RENYI_ERROR, alpha=alpha)
+                      symmetric=alpha == 0.5, bounded=False, error=_RENYI_ERROR,
+                      sensitivity=(0.0, (alpha + abs(alpha - 1.0) + 1.0) / abs(alpha - 1.0)), alpha=alpha)
 
 
 def divergence(name: str, alpha: float | None = None) -> Divergence:

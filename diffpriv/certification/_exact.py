@@ -19,7 +19,15 @@ is raised to 1 if below (``e^x ≥ 1`` for ``x ≥ 0``, so equal laws pass at an
 * approximate: ``Σ_y max(0, P − c·Q)`` is an upper bound of the exact hockey-stick
   (``c`` only shrinks what is subtracted); it must be ``≤ δ`` in both directions.
 
-Every exponent is the constraint's float64 ``ε``; for a scaled pair block (extended DP) it is
+A **divergence** (KL, χ², Rényi, …) of the exact laws is irrational in general: each exact law
+entry is rounded to the nearest float64 (relative error ``≤ 2^-53``; an entry that would land
+below ``2^-1000`` fails the comparison, as there the relative bound is lost), and the
+divergence's outward-rounded upper bound (:func:`._levels.divergence_level`, with the law error
+``2^-52``) must be at most the block's budget ``eps[k]`` as stored: ``ε``, or for extended
+DistP the float64 product of ``ε`` and a certified lower bound of ``W``, rounded down.
+
+Every other exponent is the comparison's float64 budget ``eps[k]`` (the constraint's ``ε``, or 0
+for total variation, a hockey-stick at ``ε = 0``); for a scaled pair block (extended DP) it is
 ``ε · d(x, x')`` in exact arithmetic, never the rounded ``block.eps``: with an input metric the
 exact product of the two float64 numbers; with coordinates a rational lower bound of
 ``ε · ‖c_x − c_x'‖``, whose square is computed exactly from the float64 coordinates (the float
@@ -34,6 +42,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from diffpriv.certification._laws import TINY
+from diffpriv.certification._levels import divergence_level
 from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock
 from diffpriv.problems._problem import Problem
 
@@ -105,12 +115,13 @@ def sqrt_lower(x: Fraction, bits: int = 256) -> Fraction:
 
 
 def _exponent(problem: Problem, block: Block, k: int) -> Fraction:
-    """A rational lower bound of the exponent of comparison ``k`` of ``block``: the
-    constraint's ``ε``, times the distance ``d(a_k, b_k)`` for a scaled pair block (the metric
+    """A rational lower bound of the exponent of comparison ``k`` of ``block``: its budget
+    ``eps[k]`` (the constraint's ``ε``; 0 for total variation), or the constraint's ``ε`` times the
+    distance ``d(a_k, b_k)`` for a scaled pair block (the metric
     entry as stored, or ``√(Σ_j (c_a,j − c_b,j)²)`` from the exact coordinates)."""
-    eps = Fraction(float(problem.constraints[block.constraint].epsilon))
     if not (isinstance(block, PairBlock) and block.scaled):
-        return eps
+        return Fraction(float(block.eps[k]))  # the constraint's ε (0 for total variation)
+    eps = Fraction(float(problem.constraints[block.constraint].epsilon))
     a, b = int(block.a[k]), int(block.b[k])
     if problem.input_metric is not None:
         return eps * Fraction(float(problem.input_metric[a, b]))
@@ -135,6 +146,18 @@ def _laws(rows: _ExactRows, block: Block, k: int) -> tuple[list[Fraction], list[
     if sa == sb and np.array_equal(block.wa[k], block.wb[k]):
         return None
     return rows.law(sa, block.wa[k]), rows.law(sb, block.wb[k])
+
+
+def _divergence_holds(block: Block, k: int, P: list[Fraction], Q: list[Fraction]) -> bool:
+    """The divergence budget of comparison ``k`` from the exact laws (module docstring)."""
+    p, q = np.array([float(v) for v in P]), np.array([float(v) for v in Q])
+    if np.any((p > 0) & (p < TINY)) or np.any((q > 0) & (q < TINY)):
+        return False
+    if any((v > 0) != (w > 0) for v, w in zip(P, p, strict=True)) or \
+            any((v > 0) != (w > 0) for v, w in zip(Q, q, strict=True)):
+        return False  # an exact entry rounded to 0 (or not): its support changed
+    level = divergence_level(block, p[None], q[None], 2.0**-52)[0]
+    return bool(level <= block.eps[k])
 
 
 def exact_holds(problem: Problem, table: np.ndarray, digits: int = DIGITS) -> np.ndarray:
@@ -165,6 +188,9 @@ def exact_holds(problem: Problem, table: np.ndarray, digits: int = DIGITS) -> np
                 out.append(True)
                 continue
             P, Q = laws
+            if not block.linear:
+                out.append(_divergence_holds(block, k, P, Q))
+                continue
             x = min(_exponent(problem, block, k), _EXPONENT_CAP)  # a lower bound of ε (·d)
             if x not in bounds:
                 bounds[x] = exp_lower(x, digits)

@@ -44,7 +44,7 @@ import numpy as np
 from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock
 
 __all__ = ["CHUNK", "Laws", "chunks", "output_laws", "identical_rows", "underflow_risk", "offsets",
-           "TINY"]
+           "TINY", "law_error"]
 
 TINY = 2.0**-1000
 """Dense law entries below this (≈ 9.3e-302) may carry absolute underflow error comparable to
@@ -56,6 +56,12 @@ pass over the comparisons goes through them in runs of ``max(1, CHUNK // n_out)`
 purpose: temporaries under malloc's 128 KiB mapping threshold are reused from the heap, while
 larger ones are mapped and unmapped again and again, and a pass then spends about as long in
 page faults as in arithmetic (twice as long in all for a 10⁴ × 10⁴ table at ``2^18`` entries)."""
+
+
+def law_error(n_in: int, n_out: int) -> float:
+    """``e_P = (2 n_in + 2 + 17 n_out)·2^-53``: a bound on the relative error of a float64 law
+    entry against the certified mechanism's exact one (derived in :mod:`._safety`)."""
+    return (2.0 * n_in + 2.0 + 17.0 * n_out) * 2.0**-53
 
 
 def _check_block(block) -> None:

@@ -11,6 +11,9 @@ certificate states.
   divergence condition ``D∞^δ(P‖Q) ≤ ε``. :func:`delta_level` takes both directions.
 * Tight ε for a given δ: the least ``ε ≥ 0`` with ``delta_level(P, Q, ε) ≤ δ``
   (:func:`tight_epsilon`), found exactly from the sorted likelihood ratios.
+* Divergence level of a block measured in another divergence (KL, χ², Rényi, …):
+  :func:`divergence_level`, a certified upper bound (both directions unless the block is
+  ``directed``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import dataclasses
 
 import numpy as np
 
-from diffpriv.certification._laws import Laws
+from diffpriv.certification._divergences import divergence
+from diffpriv.certification._laws import Laws, law_error
 from diffpriv.problems._blocks import Block, budgets
 from diffpriv.problems._problem import Problem
 
@@ -28,6 +32,7 @@ __all__ = [
     "hockey_stick",
     "delta_level",
     "tight_epsilon",
+    "divergence_level",
     "ComparisonLevels",
     "comparison_levels",
 ]
@@ -119,6 +124,21 @@ def tight_epsilon(P: np.ndarray, Q: np.ndarray, delta) -> np.ndarray:
     return np.maximum(np.maximum(_tight_one_way(P, Q, delta), _tight_one_way(Q, P, delta)), 0.0)
 
 
+def divergence_level(block: Block, P: np.ndarray, Q: np.ndarray, law_error: float) -> np.ndarray:
+    """A certified upper bound of ``max(D(P‖Q), D(Q‖P))`` (``D(P‖Q)`` for a ``directed`` block)
+    for the exact laws, from float64 laws ``[k, n_out]`` whose entries are within relative
+    ``law_error`` of them: the formula's rounding bound plus the laws' (``[k]``)."""
+    div = divergence(block.divergence, block.alpha)
+
+    def one_way(p, q):
+        up = div.upper(p, q)
+        return up + div.law_error(up, law_error)
+
+    if block.directed or div.symmetric:
+        return one_way(P, Q)
+    return np.maximum(one_way(P, Q), one_way(Q, P))
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class ComparisonLevels:
     """Every level of every comparison of a table (``K`` comparisons, ``n_out`` outputs).
@@ -129,6 +149,8 @@ class ComparisonLevels:
       pure: ``[K]`` pure level ``max_y |ln P − ln Q|``.
       delta: ``[K]`` tight δ at the comparison's ε, ``max(H_ε(P‖Q), H_ε(Q‖P))``.
       eps_at_delta: ``[K]`` least ε with ``delta_level ≤ δ_k`` (the pure level when ``δ_k = 0``).
+      divergence: ``[K]`` certified divergence level (:func:`divergence_level`) of the
+        comparisons of blocks measured in another divergence; NaN for the others.
       identical: ``[K]`` ``P = Q`` exactly (the same weights on equal rows, or every row
         entering the comparison is the same vector): every level is exactly 0.
       underflow: ``[K]`` a dense law entry is too close to underflow for float64 bounds.
@@ -140,6 +162,7 @@ class ComparisonLevels:
     eps_at_delta: np.ndarray
     identical: np.ndarray
     underflow: np.ndarray
+    divergence: np.ndarray
 
 
 def comparison_levels(
@@ -159,8 +182,13 @@ def comparison_levels(
     laws = Laws(table, blocks)
     bud = budgets(blocks)
     pure, delta, eps_at_delta = np.empty(bud.size), np.empty(bud.size), np.empty(bud.size)
+    div = np.full(bud.size, np.nan)
+    error = law_error(*problem.shape[1:])
     for lo, hi, P, Q in laws.chunks():
         k, same = slice(lo, hi), laws.identical[lo:hi]
+        if bud.divergent[lo]:  # a chunk lies in one block
+            block = blocks[int(bud.block[lo])]
+            div[k] = np.where(same, 0.0, divergence_level(block, P, Q, error))
         pure[k] = np.where(same, 0.0, pure_level(P, Q))
         delta[k] = np.where(same, 0.0, delta_level(P, Q, bud.eps[k]))
         at_delta = pure[k].copy()
@@ -169,4 +197,4 @@ def comparison_levels(
             at_delta[approx] = tight_epsilon(P[approx], Q[approx], bud.delta[k][approx])
         eps_at_delta[k] = np.where(same, 0.0, at_delta)
     return ComparisonLevels(laws=laws, pure=pure, delta=delta, eps_at_delta=eps_at_delta,
-                            identical=laws.identical, underflow=laws.underflow)
+                            identical=laws.identical, underflow=laws.underflow, divergence=div)

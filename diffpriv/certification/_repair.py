@@ -7,7 +7,8 @@ quasi-convex and 0 at ``(ν, ν)``, so it never increases with ``t`` and vanishe
 
 Choice of ``ν`` (DESIGN.md §3): proportional to the **violation mass** summed over the
 violated comparisons, ``v[y] = Σ_k max(0, P_k − e^ε Q_k)[y] + max(0, Q_k − e^ε P_k)[y]``
-(at the repair target ``ε − 2·margin`` for pure budgets). Outputs with no violation get no
+(at the repair target ``ε − 2·margin`` for pure budgets; ``|P_k − Q_k|`` for a divergence
+budget, which has no ratio target). Outputs with no violation get no
 mass, so their ratios stay as they were; an output where exactly one side is 0 (an infinite
 ratio) has ``v[y] > 0`` and gets mass. This is **repeated**: each round but the last mixes half
 of what the current ``ν`` needs, and the violation mass left after it (where that ``ν`` was too
@@ -24,8 +25,14 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from diffpriv.certification._laws import Laws
-from diffpriv.certification._levels import ComparisonLevels, comparison_levels, delta_level, pure_level
+from diffpriv.certification._laws import Laws, law_error
+from diffpriv.certification._levels import (
+    ComparisonLevels,
+    comparison_levels,
+    delta_level,
+    divergence_level,
+    pure_level,
+)
 from diffpriv.certification._safety import REPAIR_FACTOR, holds, pure_bound, sanitize_table
 from diffpriv.problems._blocks import Budgets, budgets
 from diffpriv.problems._problem import Problem
@@ -91,13 +98,18 @@ class _Mixer:
         level, start = np.empty(c.size), 0
         for lo, hi, P, Q in self.laws.mixed(t, nu).chunks():
             # A chunk lies in one block, so all its budgets are of one kind; only the level that
-            # :func:`holds` reads for them is computed (``pure`` for δ = 0, ``delta`` for δ > 0).
+            # :func:`holds` reads for them is computed (``pure`` for δ = 0, ``delta`` for δ > 0,
+            # ``divergence`` for a divergence).
             k = slice(lo, hi)
-            level[k] = delta_level(P, Q, c.eps[k]) if c.delta[lo] > 0 else pure_level(P, Q)
+            if c.divergent[lo]:
+                block = self.laws.blocks[int(c.block[lo])]
+                level[k] = divergence_level(block, P, Q, law_error(*self.shape[1:]))
+            else:
+                level[k] = delta_level(P, Q, c.eps[k]) if c.delta[lo] > 0 else pure_level(P, Q)
             if hi - start >= _CHECKED or hi == c.size:
                 k, none = slice(start, hi), np.zeros(hi - start, dtype=bool)
                 lv = ComparisonLevels(self.laws, level[k], level[k], level[k],
-                                      self.laws.identical[k], none)
+                                      self.laws.identical[k], none, level[k])
                 yield holds(lv, Budgets(*(b[k] for b in c)), self.shape, REPAIR_FACTOR)
                 start = hi
 
@@ -134,10 +146,13 @@ class _Mixer:
             if not bad.any():
                 continue
             P, Q = P[bad], Q[bad]
-            with np.errstate(over="ignore", invalid="ignore"):  # inf · 0 is masked
-                e = np.exp(target[lo:hi][bad])[:, None]
-                v = (np.maximum(P - np.where(Q > 0, e * Q, 0.0), 0.0)
-                     + np.maximum(Q - np.where(P > 0, e * P, 0.0), 0.0))
+            if c.divergent[lo]:  # where the laws differ (a divergence has no ratio target)
+                v = np.abs(P - Q)
+            else:
+                with np.errstate(over="ignore", invalid="ignore"):  # inf · 0 is masked
+                    e = np.exp(target[lo:hi][bad])[:, None]
+                    v = (np.maximum(P - np.where(Q > 0, e * Q, 0.0), 0.0)
+                         + np.maximum(Q - np.where(P > 0, e * P, 0.0), 0.0))
             # Row by row on from the running total, as one sum over every failing row would go.
             total = np.concatenate([v] if total is None else [total[None], v]).sum(axis=0)
         return np.zeros(self.shape[2]) if total is None else total

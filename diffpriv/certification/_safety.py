@@ -61,11 +61,19 @@ that error on both sides with room): nothing for ``ε ≲ 700``, a rejection whe
 is not small. A pure level with such an entry is not certified at all (its ratio can be off by
 any factor).
 
+For a **divergence** level (KL, χ², Hellinger, Rényi, …: :mod:`._divergences`) the certified
+level is the computed one rounded up by its formula's own float64 error bound
+(:meth:`~._divergences.Divergence.upper`) plus how far law errors of ``e_P`` can move it
+(:meth:`~._divergences.Divergence.law_error` at :func:`law_error`); it must be at most
+``ε − m_pure(ε)``, and a comparison with an underflow risk is not certified (χ² and Rényi
+divide by law entries).
+
 A comparison **holds** in float64 iff its two laws are equal exactly
 (:func:`._laws.identical_rows`: the same weights on equal rows, e.g. on the same profile, or
 only one distinct row involved; every level is then exactly 0), or ``pure ≤ ε − m_pure(ε)`` (pure; finite and
 no underflow risk), or ``δ(ε) ≤ δ − m_δ`` (approximate; less the underflow margin where there is
-an underflow risk).
+an underflow risk), or the certified divergence level is ``≤ ε − m_pure(ε)`` (a divergence;
+finite and no underflow risk).
 Repair aims at twice these margins (:data:`REPAIR_FACTOR`) so its output verifies.
 """
 
@@ -75,6 +83,7 @@ import math
 
 import numpy as np
 
+from diffpriv.certification._laws import law_error
 from diffpriv.certification._levels import ComparisonLevels
 from diffpriv.problems._blocks import Budgets
 from diffpriv.problems._problem import Problem
@@ -88,6 +97,7 @@ __all__ = [
     "delta_margin",
     "underflow_margin",
     "row_sum_tolerance",
+    "law_error",
     "table_problems",
     "sanitize_table",
     "holds",
@@ -246,4 +256,6 @@ def holds(
     margin = delta_margin(n_in, n_out) + np.where(
         levels.underflow, underflow_margin(budgets.eps, n_in, n_out), 0.0)
     ok_approx = levels.delta <= budgets.delta - factor * margin
-    return levels.identical | np.where(pure, ok_pure, ok_approx)
+    bound = pure_bound(budgets.eps, n_in, n_out, factor)
+    ok_div = np.isfinite(levels.divergence) & (levels.divergence <= bound) & ~levels.underflow
+    return levels.identical | np.where(budgets.divergent, ok_div, np.where(pure, ok_pure, ok_approx))

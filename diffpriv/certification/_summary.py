@@ -7,7 +7,9 @@ block names its constraint). A constraint's certified level is the worst over it
 * extended DP: the effective ε, the largest ``level_k / d(x, x')`` (a pair at distance 0 must
   have ``P = Q``: its ratio is 0 if so, ``+∞`` otherwise);
 * approximate (``δ > 0``): the largest hockey-stick δ at the budget ε, and, separately, the
-  largest tight ε at the budget δ (``epsilon_at_delta``).
+  largest tight ε at the budget δ (``epsilon_at_delta``);
+* a divergence (divergence DistP / DP: KL, χ², Rényi, …): the largest certified divergence level;
+  extended DistP: the largest ``level_k / W(λ_i, λ_j)``, per unit of transport distance.
 
 The witness of a claim is the worst comparison's two output laws ``P``, ``Q`` and what was
 compared (two items, or a profile and two inputs): anyone can recompute the level from it.
@@ -34,7 +36,8 @@ class ConstraintLevel:
 
     Attributes:
       index: the constraint's position in ``problem.constraints``.
-      kind: ``"distp"``, ``"ldp"`` or ``"xdp"``.
+      kind: the constraint family's kind (``"distp"``, ``"ldp"``, ``"xdp"``, ``"divergence_distp"``,
+        …).
       name: the constraint's name.
       epsilon: budget ε (per unit of distance for ``"xdp"``).
       delta: budget δ (0 for pure constraints and ``"xdp"``).
@@ -119,6 +122,8 @@ def summarize(
             score = np.zeros(0)
         elif approx:
             score = levels.delta[ks]
+        elif bud.divergent[ks].any():
+            score = _effective_eps(levels.divergence[ks], bud.scale[ks])
         else:
             score = _effective_eps(levels.pure[ks], bud.scale[ks])
         worst = int(ks[np.argmax(score)]) if ks.size else None

@@ -25,6 +25,7 @@ from pydantic import Field, ValidationError, create_model, model_validator
 
 from diffpriv.config._distributions import ConfigError, DistributionCfg, Number, StrictModel, distribution
 from diffpriv.io._files import FileFormatError, read_text
+from diffpriv.problems._divergence_families import DivergenceDistP, DivergenceDP, ExtendedDistP
 from diffpriv.problems._problem import DistP, Domain, ExtendedDP, Item, LocalDP, Problem, SpecError
 from diffpriv.solvers._options import Options
 
@@ -99,10 +100,14 @@ class ItemCfg(StrictModel):
 
 
 class ConstraintCfg(StrictModel):
-    kind: Literal["distp", "ldp", "xdp"]
+    kind: Literal["distp", "ldp", "xdp", "divergence_distp", "divergence_dp", "xdistp"]
     name: str | None = None
     epsilon: Number = Field(ge=0)
     delta: float | None = Field(default=None, ge=0, lt=1)
+    divergence: str | None = None
+    alpha: Number | None = None
+    direction: Literal["both", "forward"] | None = None
+    transport: Literal["w1", "winf"] | None = None
     pairs: list[Pair] | None = Field(default=None, min_length=1)
     neighbours: Literal["grid4", "grid8"] | None = None
     radius: Number | None = Field(default=None, gt=0)
@@ -368,18 +373,33 @@ def _constraint(i: int, c: ConstraintCfg, cfg: ConfigCfg, xs: Domain, items: tup
     selectors = [k for k in ("pairs", "neighbours", "radius") if getattr(c, k) is not None]
     if len(selectors) > 1:
         raise ConfigError(f"{field}: give at most one of pairs, neighbours, radius")
-    if c.kind == "distp":
+    divergent = c.kind in ("divergence_distp", "divergence_dp", "xdistp")
+    if divergent and c.delta is not None:
+        raise ConfigError(f"{field}.delta: {c.kind} bounds a divergence by epsilon; it has no delta")
+    if divergent and c.divergence is None:
+        raise ConfigError(f"{field}.divergence: {c.kind} needs a divergence (kl, reverse_kl, tv, chi2, "
+                          "hellinger, renyi or max)")
+    for key in ("divergence", "alpha", "direction", "transport"):
+        if getattr(c, key) is not None and not (divergent and (key != "transport" or c.kind == "xdistp")):
+            raise ConfigError(f"{field}.{key}: {c.kind} takes no {key}")
+    div = {"divergence": c.divergence, "alpha": c.alpha, "direction": c.direction or "both"}
+    if c.kind in ("distp", "divergence_distp", "xdistp"):
         if selectors and selectors[0] != "pairs":
-            raise ConfigError(f"{field}.{selectors[0]}: distp pairs items; use pairs")
+            raise ConfigError(f"{field}.{selectors[0]}: {c.kind} pairs items; use pairs")
         if c.pairs is not None:
             _count(f"{field}.pairs", len(c.pairs), budget, f"{len(c.pairs)} pairs")
             pairs = _pairs(f"{field}.pairs", c.pairs, items, "item")
         elif len(items) < 2:
-            raise ConfigError(f"{field}.pairs: distp needs at least two items")
+            raise ConfigError(f"{field}.pairs: {c.kind} needs at least two items")
         else:
             n = len(items) * (len(items) - 1) // 2
-            _count(field, n, budget, f"distp on all pairs of {len(items)} items is {n} pairs")
+            _count(field, n, budget, f"{c.kind} on all pairs of {len(items)} items is {n} pairs")
             pairs = tuple(itertools.combinations(range(len(items)), 2))
+        if c.kind == "divergence_distp":
+            return DivergenceDistP(pairs=pairs, epsilon=c.epsilon, name=name, **div)
+        if c.kind == "xdistp":
+            return ExtendedDistP(pairs=pairs, epsilon=c.epsilon, name=name, transport=c.transport or "w1",
+                                 **div)
         return DistP(pairs=pairs, epsilon=c.epsilon, delta=delta, name=name)
     if c.kind == "xdp" and c.delta is not None:
         raise ConfigError(f"{field}.delta: xdp has no delta")
@@ -391,6 +411,8 @@ def _constraint(i: int, c: ConstraintCfg, cfg: ConfigCfg, xs: Domain, items: tup
         pairs = _neighbours(field, c, cfg.inputs, xs, budget)
     if c.kind == "ldp":
         return LocalDP(epsilon=c.epsilon, delta=delta, pairs=pairs, name=name)
+    if c.kind == "divergence_dp":
+        return DivergenceDP(epsilon=c.epsilon, pairs=pairs, name=name, **div)
     return ExtendedDP(epsilon=c.epsilon, pairs=pairs, name=name)
 
 

@@ -4,6 +4,7 @@ expansion of every constraint into typed comparison blocks that solvers and the 
 from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock, budgets
 from diffpriv.problems._checks import SpecError
 from diffpriv.problems._constraints import FAMILIES, register
+from diffpriv.problems._divergence_families import DivergenceDistP, DivergenceDP, ExtendedDistP
 from diffpriv.problems._json import problem_from_dict, problem_hash, problem_to_dict
 from diffpriv.problems._known import (
     bernoulli_flip_alpha,
@@ -25,6 +26,9 @@ from diffpriv.problems._problem import Constraint, DistP, Domain, ExtendedDP, It
 from diffpriv.problems._size import SizeError, admit, estimate, memory_limit, solver_plan
 
 __all__ = [
+    "DivergenceDP",
+    "DivergenceDistP",
+    "ExtendedDistP",
     "FAMILIES",
     "OBJECTIVES",
     "ExpectedLoss",

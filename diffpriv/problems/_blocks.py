@@ -12,11 +12,15 @@ never as dense rows over the whole table:
   profile-graph edges. Its memory is ``O(K · n_in)``; solvers apply it densely.
 
 Every block carries the divergence its comparisons are measured in (``"max"``: the pure bound
-``max_y |ln P − ln Q| ≤ ε``; ``"hockey_stick"``: ``Σ_y max(0, P − e^ε Q) ≤ δ`` both ways), its
-budgets, the scale its level is reported in (``d(a, b)`` for extended DP: the level is
-``ε`` per unit of distance), and its provenance: the index of the constraint it comes from and,
+``max_y |ln P − ln Q| ≤ ε``; ``"hockey_stick"``: ``Σ_y max(0, P − e^ε Q) ≤ δ`` both ways; or
+``D(P‖Q) ≤ ε`` for one of the divergences of :mod:`diffpriv.certification._divergences` —
+``"kl"``, ``"reverse_kl"``, ``"tv"``, ``"chi2"``, ``"hellinger"``, ``"renyi"`` with its order
+``alpha`` — in both directions unless ``directed``), its budgets, the scale its level is reported
+in (``d(a, b)`` for extended DP, ``W(λ_a, λ_b)`` for extended DistP: the level is ``ε`` per unit
+of distance), and its provenance: the index of the constraint it comes from and,
 per comparison, what is compared (:meth:`describe`). Nothing depends on the order in which
-blocks were built.
+blocks were built. Only the max-divergence and the hockey-stick in both directions are linear in
+the table (:attr:`PairBlock.linear`); the linear solvers refuse the other blocks.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ import numpy as np
 
 __all__ = ["DIVERGENCES", "PairBlock", "MixtureBlock", "Block", "Budgets", "budgets"]
 
-DIVERGENCES = ("max", "hockey_stick")
-"""Divergences a block can be measured in (the linear ones; more arrive with new families)."""
+DIVERGENCES = ("max", "hockey_stick", "kl", "reverse_kl", "tv", "chi2", "hellinger", "renyi")
+"""Divergences a block can be measured in (the first two are linear in the table)."""
+
+LINEAR = ("max", "hockey_stick")
 
 
 def _freeze(block, ints: tuple[str, ...], floats: tuple[str, ...]) -> None:
@@ -41,18 +47,32 @@ def _freeze(block, ints: tuple[str, ...], floats: tuple[str, ...]) -> None:
             a.setflags(write=False)
             object.__setattr__(block, name, a)
     object.__setattr__(block, "delta", float(block.delta))
-    _check_divergence(block.divergence, block.delta)
+    _check_divergence(block.divergence, block.delta, block.alpha, block.directed)
 
 
-def _check_divergence(divergence: str, delta: float) -> None:
+def _check_divergence(divergence: str, delta: float, alpha, directed: bool) -> None:
     if divergence not in DIVERGENCES:
         raise ValueError(f"divergence: must be one of {DIVERGENCES}, got {divergence!r}")
-    if (divergence == "max") != (delta == 0):
+    if (divergence == "hockey_stick") != (delta != 0):
         raise ValueError(f"divergence: {divergence!r} does not match delta = {delta!r}")
+    if (divergence == "renyi") != (alpha is not None):
+        raise ValueError(f"divergence: {divergence!r} with alpha = {alpha!r}")
+    if directed and divergence == "hockey_stick":
+        raise ValueError("divergence: the hockey-stick is bounded in both directions")
+
+
+class _Measure:
+    """What the blocks share about the divergence they are measured in."""
+
+    @property
+    def linear(self) -> bool:
+        """Whether the comparisons are linear constraints on the table (max-divergence or
+        hockey-stick, both directions): what the LP and PDHG solve."""
+        return self.divergence in LINEAR and not self.directed
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class PairBlock:
+class PairBlock(_Measure):
     """``K`` comparisons of two rows of one profile: ``P_k = A[s_k, a_k]``, ``Q_k = A[s_k, b_k]``.
 
     Attributes:
@@ -61,7 +81,10 @@ class PairBlock:
       eps: ``[K]`` the exponent budget of each comparison (``ε · d(a, b)`` for extended DP).
       scale: ``[K]`` the unit the level is reported in (``d(a, b)`` for extended DP, else 1).
       delta: the δ of every comparison (0 for the pure bound).
-      divergence: ``"max"`` (δ = 0) or ``"hockey_stick"``.
+      divergence: ``"hockey_stick"`` (δ > 0), ``"max"`` or another divergence of
+        :data:`DIVERGENCES` (δ = 0).
+      alpha: the Rényi order (``"renyi"`` only).
+      directed: bound ``D(P‖Q)`` only (else both directions).
       scaled: whether ``scale`` is a distance (reported in the witness).
     """
 
@@ -73,6 +96,8 @@ class PairBlock:
     scale: np.ndarray
     delta: float = 0.0
     divergence: str = "max"
+    alpha: float | None = None
+    directed: bool = False
     scaled: bool = False
     kind: ClassVar[str] = "pair"
 
@@ -101,7 +126,7 @@ class PairBlock:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class MixtureBlock:
+class MixtureBlock(_Measure):
     """``K`` comparisons of two lifted laws of protected items.
 
     ``P_k = Σ_x (wa[k, x] / Σ wa[k]) · A[sa_k, x]`` and ``Q_k`` likewise with ``sb``, ``wb``.
@@ -112,9 +137,11 @@ class MixtureBlock:
       wa, wb: ``[K, n_in]`` non-negative weights (item distributions).
       items: ``[K, 2]`` int64 the two items compared (indices into ``problem.items``).
       eps: ``[K]`` exponent budgets.
-      scale: ``[K]`` the unit the level is reported in (1).
+      scale: ``[K]`` the unit the level is reported in (``W(λ_a, λ_b)`` for extended DistP,
+        else 1).
       delta: the δ of every comparison (0 for the pure bound).
-      divergence: ``"max"`` (δ = 0) or ``"hockey_stick"``.
+      divergence, alpha, directed: as for :class:`PairBlock`.
+      scaled: whether ``scale`` is a distance (reported in the witness).
     """
 
     constraint: int
@@ -127,6 +154,9 @@ class MixtureBlock:
     scale: np.ndarray
     delta: float = 0.0
     divergence: str = "max"
+    alpha: float | None = None
+    directed: bool = False
+    scaled: bool = False
     kind: ClassVar[str] = "mixture"
 
     def __post_init__(self):
@@ -141,8 +171,11 @@ class MixtureBlock:
         """What comparison ``k`` compares, in the problem's labels."""
         i, j = (int(v) for v in self.items[k])
         a, b = problem.items[i], problem.items[j]
-        return {"items": [a.name, b.name],
-                "profiles": [problem.profiles[a.profile], problem.profiles[b.profile]]}
+        out: dict[str, Any] = {"items": [a.name, b.name],
+                               "profiles": [problem.profiles[a.profile], problem.profiles[b.profile]]}
+        if self.scaled:
+            out["distance"] = float(self.scale[k])
+        return out
 
 
 Block = PairBlock | MixtureBlock
@@ -152,7 +185,9 @@ class Budgets(NamedTuple):
     """Per-comparison arrays of a tuple of blocks, in block order (``K`` = total size).
 
     ``eps``, ``delta``, ``scale``: ``[K]`` float64; ``constraint``: ``[K]`` the constraint each
-    comparison belongs to; ``block``, ``local``: ``[K]`` which block and which comparison in it.
+    comparison belongs to; ``block``, ``local``: ``[K]`` which block and which comparison in it;
+    ``divergent``: ``[K]`` bool, measured in a divergence other than the max-divergence and the
+    hockey-stick in both directions (its level is ``ComparisonLevels.divergence``).
     """
 
     eps: np.ndarray
@@ -161,6 +196,7 @@ class Budgets(NamedTuple):
     constraint: np.ndarray
     block: np.ndarray
     local: np.ndarray
+    divergent: np.ndarray
 
     @property
     def size(self) -> int:
@@ -180,4 +216,5 @@ def budgets(blocks: tuple[Block, ...]) -> Budgets:
         constraint=cat([np.full(b.size, b.constraint) for b in blocks], np.int64),
         block=cat([np.full(b.size, i) for i, b in enumerate(blocks)], np.int64),
         local=cat([np.arange(b.size) for b in blocks], np.int64),
+        divergent=cat([np.full(b.size, not b.linear) for b in blocks], bool),
     )

@@ -125,13 +125,19 @@ def objective_from_json(value: Any, where: str = "objective") -> Objective:
     return OBJECTIVES[kind].from_json(value, where)
 
 
-def require_linear(problem, solver: str) -> None:
+def require_linear(problem, solver: str, *, blocks: bool = True) -> None:
     """A one-line :class:`SpecError` unless ``problem``'s objective is one the linear solvers
-    (PDHG, the LP reference) handle: :class:`ExpectedLoss`, :class:`WorstCaseLoss` or
-    :class:`LargestEntry`."""
+    (PDHG, the LP reference) handle — :class:`ExpectedLoss`, :class:`WorstCaseLoss` or
+    :class:`LargestEntry` — and (with ``blocks``) every comparison block is linear."""
     if not isinstance(problem.objective, LINEAR):
         raise SpecError(f"objective: the {solver} handles 'expected', 'worst' and 'entry', "
                         f"not {problem.objective.kind!r}")
+    for block in problem.blocks() if blocks else ():
+        if not block.linear:
+            c = problem.constraints[block.constraint]
+            raise SpecError(f"constraints[{block.constraint}]: the {solver} handles linear constraints "
+                            f"(max-divergence, hockey-stick), not the {block.divergence!r} divergence of "
+                            f"{c.kind} {c.name!r}")
 
 
 LINEAR = (ExpectedLoss, WorstCaseLoss, LargestEntry)
