@@ -1,4 +1,18 @@
-"""Small configs shared by the CLI, hostile-input and sidecar tests."""
+"""Small configs shared by the CLI, hostile-input and sidecar tests, and the loader of the
+experiment scripts."""
+
+import importlib.util
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def experiment(name: str):
+    """The module ``experiments/<name>.py``, loaded from its file (the folder is no package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 BASE_TOML = """\
 [inputs]

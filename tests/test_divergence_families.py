@@ -275,3 +275,17 @@ def test_config_errors_name_the_field(tmp_path, constraint, message):
     with pytest.raises((ConfigError, SpecError)) as err:
         _config(tmp_path, constraint)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cli_reference_solves_a_divergence_config_as_a_convex_program(tmp_path):
+    from typer.testing import CliRunner
+
+    from diffpriv.cli import app
+
+    out = tmp_path / "ref"
+    result = CliRunner().invoke(app, ["reference", "configs/divergence.toml", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["ok"] and summary["status"] == "optimal"
+    assert summary["convex_optimum"] == pytest.approx(summary["certified"], rel=1e-6)
+    assert [c["budget_text"] for c in summary["constraints"]] == ["KL ≤ 0.05", "Hellinger ≤ 0.2"]

@@ -3,22 +3,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 
 import pytest
+from _configs import experiment
 
 import diffpriv as dp
 from diffpriv.mechanisms import categorical_chain_problem, categorical_chain_report
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rows(text: str, header: str) -> list[list[str]]:
@@ -36,7 +29,7 @@ def _rows(text: str, header: str) -> list[list[str]]:
 def test_categorical_chain_table_matches_the_report(tmp_path, capsys):
     epsilons = (0.1, 0.5)
     out = tmp_path / "chain" / "table.md"
-    main = _script("categorical_chain").main
+    main = experiment("categorical_chain").main
     assert main(["--eps", ",".join(map(str, epsilons)), "--out", str(out), "--no-optimizer"]) == 0
     text = out.read_text()
     assert capsys.readouterr().out.startswith(text)  # printed, then "wrote ..."
@@ -64,6 +57,6 @@ def test_categorical_chain_table_matches_the_report(tmp_path, capsys):
 def test_categorical_chain_optimizer_agrees(tmp_path):
     """With ``dp.design`` (JAX, about 20 s: compiling for three objectives)."""
     out = tmp_path / "table.md"
-    assert _script("categorical_chain").main(["--eps", "0.3", "--out", str(out)]) == 0
+    assert experiment("categorical_chain").main(["--eps", "0.3", "--out", str(out)]) == 0
     lps = _rows(out.read_text(), "| ε | Smooth Categorical objective |")
     assert len(lps) == 3 and all(r[-1] == "yes" and r[5] != "–" for r in lps)

@@ -3,25 +3,18 @@ mechanisms approaches the continuous value W_μ = Δ (translates), and the scrip
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import pathlib
 
 import pytest
+from _configs import experiment
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def wdp():
-    return _script("wdp_continuous")
+    return experiment("wdp_continuous")
 
 
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])

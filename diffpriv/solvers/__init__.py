@@ -1,11 +1,15 @@
 """Solvers: the first-order optimizer (JAX, loaded on first use) and the exact LP reference.
 
 * :func:`lp` — the exact optimum of a linear design problem (scipy's HiGHS), the yardstick.
+* :func:`convex` — the optimum of a problem with divergence constraints (cvxpy with Clarabel's
+  exponential and power cones; a test extra: ``pip install -e '.[test]'``), the yardstick there.
 * :class:`Optimizer`, :func:`optimize`, :func:`solve_batch` — restarted mirror PDHG on softmax
   logits (and the augmented-Lagrangian baseline), with a certified lower bound.
 """
 
 from diffpriv._lazy import lazy_getattr
+from diffpriv.solvers._convex import ConvexResult, ConvexSolveError
+from diffpriv.solvers._convex import solve_convex as convex
 from diffpriv.solvers._lp import ReferenceResult, ReferenceSolveError
 from diffpriv.solvers._lp import solve_lp as lp
 
@@ -19,5 +23,5 @@ _LAZY = {
 __getattr__ = lazy_getattr("diffpriv.solvers", _LAZY)
 
 
-__all__ = ["OptimizeResult", "Optimizer", "ReferenceResult", "ReferenceSolveError", "lp", "optimize",
-           "solve_batch"]
+__all__ = ["ConvexResult", "ConvexSolveError", "OptimizeResult", "Optimizer", "ReferenceResult",
+           "ReferenceSolveError", "convex", "lp", "optimize", "solve_batch"]

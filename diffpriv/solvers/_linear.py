@@ -158,7 +158,7 @@ class Operator(NamedTuple):
 
 
 def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = None,
-                compact: bool = False) -> LinearData:
+                compact: bool = False, nonlinear: bool = False) -> LinearData:
     """Flattens ``problem`` into :class:`LinearData` (from its blocks; nothing of size
     ``K · R`` for pair blocks).
 
@@ -166,12 +166,13 @@ def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = 
     slice of the constraint system, for bounds computed column by column). ``compact``: for the
     expected objective, ``row_loss`` is left out (``[R, 1]`` zeros) and an all-true support mask
     is stored as ``[R, 1]``: two ``[R, Y]`` arrays fewer on very large problems. A column slice
-    has ``largest = NaN`` (it is a property of the whole table).
+    has ``largest = NaN`` (it is a property of the whole table). ``nonlinear``: leave the blocks
+    measured in other divergences out (their own solver handles them) instead of refusing them.
     """
-    require_linear(problem, "optimizer")
+    require_linear(problem, "optimizer", blocks=not nonlinear)
     ns, nx, ny = problem.shape
     cols = slice(None) if outputs is None else outputs
-    blocks = problem.blocks()
+    blocks = tuple(b for b in problem.blocks() if b.linear)
     pairs = [b for b in blocks if isinstance(b, PairBlock)]
     mixes = [b for b in blocks if isinstance(b, MixtureBlock)]
     unknown = [b for b in blocks if not isinstance(b, (PairBlock, MixtureBlock))]
@@ -329,10 +330,12 @@ def sparse_matrix(op: Operator) -> tuple[scipy.sparse.csr_array, np.ndarray]:
     return scipy.sparse.vstack([pairs, mix], format="csr"), np.asarray(op.delta)
 
 
-def _reduced_min(data: LinearData, op: Operator, u, nu, worst: bool):
+def _reduced_min(data: LinearData, op: Operator, u, nu, worst: bool, extra=None):
     """``Σ_r min_y (base + Gᵀu)[r, y]`` over allowed outputs, and ``max_y u⁺`` per row of
     ``G`` (the parts of :func:`lower_bound` that combine over column slices)."""
     base = epigraph_weights(data, nu) if worst else data.cost
+    if extra is not None:
+        base = base + extra
     reduced = jnp.where(data.mask, base + op.transpose(u, positive=True), jnp.inf)
     return jnp.min(reduced, axis=1), jnp.maximum(jnp.max(u, axis=1, initial=0.0), 0.0)
 
@@ -345,20 +348,23 @@ def _combine(data: LinearData, op: Operator, mins, umax, nu, worst: bool):
     return jnp.sum(mins) - slack
 
 
-def lower_bound(data: LinearData, u, nu=None, *, worst: bool = False, op: Operator | None = None
-                ) -> jax.Array:
+def lower_bound(data: LinearData, u, nu=None, *, worst: bool = False, op: Operator | None = None,
+                linearized=None) -> jax.Array:
     """The weak-duality lower bound on the optimal objective (module docstring), at ``data``'s
     budgets.
 
     ``u``: ``[M, Y]`` multipliers (negative entries are clipped to 0); ``nu``: ``[R]`` or
     ``[R, Y]`` multipliers of an epigraph objective's constraints; ``op``: ``operator(data)`` if
-    already built.
+    already built; ``linearized``: ``(∇ [R, Y], c)``, a lower bound ``⟨∇, A⟩ + c`` of the
+    nonlinear constraints' weighted residuals (:func:`._divergence.linearized`), added to the
+    Lagrangian.
     """
     op = operator(data) if op is None else op
     if worst:
         nu = jnp.where(data.row_active, jnp.maximum(nu, 0.0), 0.0)
-    mins, umax = _reduced_min(data, op, u, nu, worst)
-    return _combine(data, op, mins, umax, nu, worst)
+    extra, constant = (None, 0.0) if linearized is None else linearized
+    mins, umax = _reduced_min(data, op, u, nu, worst, extra)
+    return _combine(data, op, mins, umax, nu, worst) + constant
 
 
 _reduced_min_jit = jax.jit(_reduced_min, static_argnames="worst")

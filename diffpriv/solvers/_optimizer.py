@@ -4,8 +4,13 @@
 returns an :class:`OptimizeResult`. ``optimize(problem, **options)`` does both.
 
 The default method is restarted mirror PDHG on the softmax logits (:mod:`diffpriv.solvers._pdhg`),
-which solves every constraint of this release (all linear in the table) to high accuracy, and
-whose dual iterates certify a lower bound on the optimum, hence the result's own optimality gap.
+which solves the linear constraints (pure and approximate DistP, local and extended DP, profile
+edges) to high accuracy, and whose dual iterates certify a lower bound on the optimum, hence the
+result's own optimality gap. A problem with a constraint in another divergence (KL, χ²,
+Hellinger, Rényi, … : divergence DistP / DP, extended DistP) runs the augmented Lagrangian
+(:mod:`diffpriv.solvers._al`, driven by :mod:`diffpriv.solvers._nonlinear`) instead, whatever
+``method`` says: PDHG's steps are built for linear constraints. Its bound linearises the
+divergences (:mod:`diffpriv.solvers._divergence`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from diffpriv.problems._checks import SpecError
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, solver_plan
 from diffpriv.solvers import (
@@ -35,6 +41,7 @@ from diffpriv.solvers._linear import (
     sparse_matrix,
     tighten,
 )
+from diffpriv.solvers._nonlinear import run_nonlinear
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish, violation
 from diffpriv.solvers._progress import progress_bar
@@ -138,6 +145,13 @@ class Optimizer(Options):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
         lean = solver_plan(problem) == "lean"
+        if any(not b.linear for b in problem.blocks()):
+            if init is not None:
+                raise ValueError("init: warm starts need linear constraints (method 'pdhg')")
+            if lean:
+                raise SizeError("optimizer: this problem is too large for the augmented Lagrangian, "
+                                "which divergence constraints need")
+            return run_nonlinear(self, problem, seed)
         if lean and self.method != "pdhg":
             raise SizeError(f"optimizer.method: {self.method!r} needs more memory than this "
                             "problem leaves; use 'pdhg'")
@@ -203,7 +217,7 @@ class Optimizer(Options):
     def _run_al(self, problem, data, true_data, seed, start) -> OptimizeResult:
         outer = max(1, self.steps // self.period)
         worst = problem.objective.epigraph
-        table, mu, nu = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst)
+        table, mu, nu, _ = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst, None, ())
         lb = float(lower_bound(true_data, mu, nu, worst=worst))
         status = "infeasible" if bool(proves_infeasible(true_data, lb)) else "step limit"
         return self._pack(problem, data, true_data, table, mu, lb, outer * self.period, start,
@@ -268,9 +282,9 @@ def _steps_jit(data, true_data, worst, omega, omega_range):
                             bound_data=true_data)
 
 
-@jax.jit(static_argnums=(2, 3, 4))
-def _al_jit(data, key, outer, inner, worst):
-    return solve_al(data, key, outer=outer, inner=inner, worst=worst)
+@jax.jit(static_argnums=(2, 3, 4, 6))
+def _al_jit(data, key, outer, inner, worst, nonlinear, kinds):
+    return solve_al(data, key, outer=outer, inner=inner, worst=worst, nonlinear=nonlinear, kinds=kinds)
 
 
 @jax.jit(static_argnums=(5, 6, 7), donate_argnums=(3,))
@@ -310,6 +324,10 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     opt = Optimizer(steps=steps, **options)
     if opt.method != "pdhg":
         raise ValueError("optimizer.method: solve_batch runs 'pdhg' only")
+    for block in problem.blocks():
+        if not block.linear:
+            raise SpecError(f"constraints[{block.constraint}]: solve_batch needs linear constraints, not the "
+                            f"{block.divergence!r} divergence; optimize each budget with dp.optimize")
     base = linear_data(problem)
     scales = jnp.asarray(eps_scales, dtype=base.cost.dtype)
     true_batch = base._replace(pair_eps=scales[:, None] * base.pair_eps[None, :],

@@ -1,0 +1,175 @@
+"""The optimizer's run on problems with divergence constraints (KL, χ², Hellinger, Rényi, …).
+
+PDHG's steps are built for linear constraints; a problem with a block that is not linear
+(:attr:`~diffpriv.problems._blocks.PairBlock.linear`) runs the augmented Lagrangian of
+:mod:`diffpriv.solvers._al` instead: rounds of L-BFGS steps (with an Adam fallback) on the
+softmax logits and a multiplier update, in jit-compiled chunks; the divergences are the
+residuals of :mod:`diffpriv.solvers._divergence`, and the certified lower bound linearises them
+(Frank–Wolfe on the Lagrangian at each chunk's multipliers). The settings below were measured on
+the 6×6 benchmark problems (``benchmarks/divergence_optimality.py``, ``benchmarks/RESULTS.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from diffpriv.problems._problem import Problem
+from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
+from diffpriv.solvers._al import al_init, al_output, al_run
+from diffpriv.solvers._divergence import DivergenceData, divergence_data, frank_wolfe_bound, residuals
+from diffpriv.solvers._linear import (
+    LinearData,
+    epigraph_weights,
+    linear_data,
+    lower_bound,
+    operator,
+    proves_infeasible,
+    sparse_matrix,
+    tighten,
+)
+from diffpriv.solvers._polish import violation
+
+__all__ = ["run_nonlinear"]
+
+NONLINEAR_TIGHTEN = 1e-6
+"""Divergence budgets are solved for at ``ε·(1 − 10^-6)``."""
+
+NONLINEAR_VIOL_TOL = 1e-6
+"""A nonlinear table counts as feasible when its normalised residuals are at most this (the
+certifier's repair then costs about as much)."""
+
+STALL = 0.01
+"""The nonlinear run stops when a chunk moves the objective by less than ``STALL · gap_tol``."""
+
+NONLINEAR_INNER, NONLINEAR_CHUNK = 100, 10
+"""L-BFGS steps per augmented-Lagrangian round, rounds per compiled call."""
+
+NONLINEAR_RHO, NONLINEAR_GROWTH, NONLINEAR_RHO_MAX = 10.0, 1.5, 1e4
+"""The penalty starts at 10 and grows 1.5× a round, up to 10^4 (larger penalties made the
+L-BFGS rounds fail and the multipliers collapse)."""
+
+FRANK_WOLFE_STEPS, BOUND_MIX = 500, 1e-6
+"""The bound's Frank–Wolfe steps, from the table mixed with this much of the uniform table on
+the support (a point where every allowed entry is positive, so the linearisation is valid)."""
+
+
+REMIX = 1e-4
+"""Each chunk starts from the table mixed with this much of the uniform table on the support:
+entries the logits drove to ~0 get mass back (their logit gradients vanish with them)."""
+
+
+@jax.jit
+def _remix(data, state, weight):
+    table = jax.nn.softmax(jnp.where(data.mask, state.params[0], -jnp.inf), axis=-1)
+    mixed = (1.0 - weight) * table + weight * data.mask / jnp.sum(data.mask, axis=1, keepdims=True)
+    theta = jnp.where(data.mask, jnp.log(jnp.where(data.mask, mixed, 1.0)), 0.0)
+    return state._replace(params=(theta, *state.params[1:]))
+
+
+@jax.jit
+def _al_init_jit(data, key, nonlinear):
+    return al_init(data, key, rho=NONLINEAR_RHO, init_scale=1.0, nonlinear=nonlinear)
+
+
+@jax.jit(static_argnums=(2, 4), donate_argnums=(1,))
+def _al_chunk_jit(data, state, worst, nonlinear, kinds):
+    return al_run(data, state, outer=NONLINEAR_CHUNK, inner=NONLINEAR_INNER, worst=worst,
+                  nonlinear=nonlinear, kinds=kinds, solver="lbfgs", growth=NONLINEAR_GROWTH,
+                  rho_max=NONLINEAR_RHO_MAX)
+
+
+@jax.jit(static_argnums=(3, 5))
+def _nonlinear_bound_jit(data, u, nu, worst, nonlinear, kinds, table, lam):
+    op = operator(data)
+    if worst:
+        nu = jnp.where(data.row_active, jnp.maximum(nu, 0.0), 0.0)
+    base = (epigraph_weights(data, nu) if worst else data.cost) + op.transpose(u, positive=True)
+    uniform = data.mask / jnp.sum(data.mask, axis=1, keepdims=True)
+    start = (1.0 - BOUND_MIX) * table + BOUND_MIX * uniform
+
+    def bound_of(lin):
+        return lower_bound(data, u, nu, worst=worst, op=op, linearized=lin)
+
+    return frank_wolfe_bound(base, data.mask, bound_of, nonlinear, kinds, start, lam, FRANK_WOLFE_STEPS)
+
+
+def _relative_gap(obj: float, bound: float) -> float:
+    return (obj - bound) / max(abs(bound), 1e-300)
+
+
+def _nonlinear_violation(data: LinearData, nl: DivergenceData, kinds, table: np.ndarray) -> float:
+    """The largest violation of ``table`` ``[S, X, Y]``, linear (solver units) or divergence
+    (normalised residual), at the real budgets."""
+    rows = table.reshape(-1, table.shape[-1])
+    g, delta = sparse_matrix(operator(data))
+    viol = violation(g, delta, rows)
+    lin = float(viol.max()) if viol.size else 0.0
+    log_rows = np.where(rows > 0, np.log(np.where(rows > 0, rows, 1.0)), -np.inf)
+    res = np.asarray(residuals(nl, kinds, jnp.asarray(log_rows)))
+    return max(lin, float(res.max(initial=0.0)))
+
+
+
+def run_nonlinear(opt, problem: Problem, seed: int):
+    """Optimizes ``problem`` (with divergence constraints) under the settings of ``opt`` (an
+    :class:`~diffpriv.solvers._optimizer.Optimizer`); returns its ``OptimizeResult``.
+
+    Budgets are tightened by ``NONLINEAR_TIGHTEN`` (relative) so that little repair is needed.
+    Rounds of ``NONLINEAR_INNER`` steps run in compiled chunks of ``NONLINEAR_CHUNK`` rounds,
+    each chunk from the table remixed with ``REMIX`` of the uniform one; after each chunk the
+    lower bound is certified at its multipliers (Frank–Wolfe on the Lagrangian,
+    :func:`._divergence.frank_wolfe_bound`; the best is kept) and the best table kept (lowest
+    objective among those with normalised residuals at most ``NONLINEAR_VIOL_TOL``). The run
+    stops when that table's gap to the bound is at most ``gap_tol`` (``"converged"``), when a
+    chunk moved the objective by less than ``STALL · gap_tol`` or threw the table off
+    (``"stalled"``: the bound is looser than the table), or when ``steps`` ran out.
+    """
+    from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult, _check_finite
+
+    start, compiled = time.perf_counter(), _COMPILE_SECONDS[0]
+    worst = problem.objective.epigraph
+    true_data = linear_data(problem, nonlinear=True)
+    data = tighten(true_data)
+    true_nl, kinds = divergence_data(problem)
+    nl = true_nl._replace(eps=tuple(e * (1.0 - NONLINEAR_TIGHTEN) for e in true_nl.eps))
+    state = _al_init_jit(data, jax.random.PRNGKey(seed), nl)
+    done, status, bound, best, last = 0, "step limit", -np.inf, None, None
+    while done < opt.steps:
+        state = _al_chunk_jit(data, _remix(data, state, REMIX), worst, nl, kinds)
+        done += NONLINEAR_CHUNK * NONLINEAR_INNER
+        table, mu, nu, lam = al_output(data, state, worst)
+        bound = max(bound, float(_nonlinear_bound_jit(true_data, mu, nu, worst, true_nl, kinds,
+                                                      table, lam)))
+        table = np.asarray(table, np.float64).reshape(problem.shape)
+        key = (_nonlinear_violation(true_data, true_nl, kinds, table) > NONLINEAR_VIOL_TOL,
+               problem.objective_value(table))
+        if best is None or key < best[0]:
+            best = (key, table)
+        if not best[0][0] and _relative_gap(best[0][1], bound) <= opt.gap_tol:
+            status = "converged"
+            break
+        thrown = last is not None and not last[0] and key[1] > last[1] * (1 + opt.gap_tol)
+        still = last is not None and not key[0] and abs(last[1] - key[1]) <= STALL * opt.gap_tol * key[1]
+        if thrown or still:
+            status = "stalled"  # no progress, or a round threw the table off: keep the best
+            break
+        last = key
+    table = best[1]
+    table = np.array(table, dtype=np.float64).reshape(problem.shape)
+    table /= table.sum(axis=-1, keepdims=True)
+    _check_finite(table)
+    obj = problem.objective_value(table)
+    viol = _nonlinear_violation(true_data, true_nl, kinds, table)
+    if bool(proves_infeasible(true_data, bound)):
+        status = "infeasible"
+    return OptimizeResult(
+        table=table, objective=obj, lower_bound=bound, gap=(obj - bound) / max(abs(bound), 1e-300),
+        max_violation=viol, steps=done, seconds=time.perf_counter() - start,
+        seed=seed, status=status, history={}, options=dataclasses.asdict(opt),
+        plan="standard", compile_seconds=_COMPILE_SECONDS[0] - compiled)
+
