@@ -12,7 +12,8 @@ The public API (everything else lives in private modules)::
 
 Specification (numpy): :class:`Problem`, :class:`Domain`, :class:`Item`, the constraint
 families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP`, :class:`DivergenceDistP`,
-:class:`DivergenceDP`, :class:`ExtendedDistP` and their typed comparison blocks
+:class:`DivergenceDP`, :class:`ExtendedDistP`, :class:`WassersteinDP`, :class:`WassersteinDistP`
+and their typed comparison blocks
 (:class:`PairBlock`, :class:`MixtureBlock`), the objectives :class:`ExpectedLoss`,
 :class:`WorstCaseLoss` and :class:`LargestEntry` (registries :data:`FAMILIES`,
 :data:`OBJECTIVES`). Certification (numpy only, the trusted core): :func:`certify`,
@@ -41,6 +42,8 @@ from diffpriv.problems import (
     Objective,
     Problem,
     SpecError,
+    WassersteinDistP,
+    WassersteinDP,
     WorstCaseLoss,
     problem_from_dict,
     problem_hash,
@@ -80,6 +83,8 @@ __all__ = [
     "ExpectedLoss",
     "LargestEntry",
     "Objective",
+    "WassersteinDP",
+    "WassersteinDistP",
     "WorstCaseLoss",
     "register_objective",
     "Certificate",

@@ -45,7 +45,7 @@ BAD = [
     ("loss-shape", _with("loss", {"kind": "matrix", "matrix": [[0, 1], [1, 0]]}), "loss.matrix",
      "shape (2, 2), expected (3, 3)"),
     ("kind", _with("constraints.0.kind", "tdp"), "constraints[0].kind",
-     "'distp', 'ldp', 'xdp', 'divergence_distp', 'divergence_dp' or 'xdistp'"),
+     "'distp', 'ldp', 'xdp', 'divergence_distp', 'divergence_dp', 'xdistp', 'wdp' or 'wdistp'"),
     ("eps<0", _with("constraints.0.epsilon", -0.5), "constraints[0].epsilon",
      "greater than or equal to 0, got -0.5"),
     ("delta=1", _with("constraints.0.delta", 1.0), "constraints[0].delta", "less than 1"),

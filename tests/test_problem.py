@@ -237,7 +237,7 @@ MALFORMED = [
      "constraints[1]: expected a mapping, got str"),
     ("constraint without epsilon", _set(["constraints", 0, "epsilon"], DELETE),
      "constraints[0]: missing field 'epsilon'"),
-    ("constraint kind", _set(["constraints", 2, "kind"], "wdp"),
+    ("constraint kind", _set(["constraints", 2, "kind"], "zdp"),
      "constraints[2].kind: unknown constraint kind"),
     ("epsilon overflows", _set(["constraints", 1, "epsilon"], 10**400),
      "constraints[1].epsilon: must be finite"),

@@ -33,6 +33,7 @@ __all__ = [
     "delta_level",
     "tight_epsilon",
     "divergence_level",
+    "wasserstein_level",
     "ComparisonLevels",
     "comparison_levels",
 ]
@@ -128,6 +129,8 @@ def divergence_level(block: Block, P: np.ndarray, Q: np.ndarray, law_error: floa
     """A certified upper bound of ``max(D(P‖Q), D(Q‖P))`` (``D(P‖Q)`` for a ``directed`` block)
     for the exact laws, from float64 laws ``[k, n_out]`` whose entries are within relative
     ``law_error`` of them: the formula's rounding bound plus the laws' (``[k]``)."""
+    if block.divergence == "wasserstein":
+        return wasserstein_level(P, Q, block.ground, block.alpha, law_error)
     div = divergence(block.divergence, block.alpha)
 
     def one_way(p, q):
@@ -137,6 +140,32 @@ def divergence_level(block: Block, P: np.ndarray, Q: np.ndarray, law_error: floa
     if block.directed or div.symmetric:
         return one_way(P, Q)
     return np.maximum(one_way(P, Q), one_way(Q, P))
+
+
+def wasserstein_level(P: np.ndarray, Q: np.ndarray, ground: np.ndarray, order: float,
+                      law_error: float) -> np.ndarray:
+    """A certified upper bound of ``W_μ`` between the exact laws, ``[k]``, from float64 laws
+    ``[k, n_out]`` within relative ``law_error`` of them.
+
+    Per comparison: an optimal coupling of the normalised float laws ``P̂``, ``Q̂`` (POT's network
+    simplex, :func:`._transport.wasserstein`), certified by :func:`._transport.check_coupling`
+    (outward-rounded, marginal defects charged). The exact laws differ from ``P̂``, ``Q̂`` by at
+    most ``e = 2·law_error + 4u`` each in ℓ1 (an entrywise relative error, and the float
+    normalisation), so the same coupling is a coupling of the exact laws up to a marginal defect
+    ``η ≤ e`` (half the ℓ1 defects of both sides), which costs at most ``e·D^μ`` in ``W_μ^μ``
+    (the argument of :func:`._transport.check_coupling`; ``D`` the largest ground distance):
+    ``W_μ ≤ (U^μ + e·D^μ)^{1/μ}`` with ``U`` the certified value, rounded up.
+    """
+    from diffpriv.certification._transport import check_coupling, wasserstein
+
+    P, Q = np.atleast_2d(P), np.atleast_2d(Q)
+    defect = (2.0 * law_error + 4.0 * 2.0**-53) * float(np.max(ground)) ** order * (1 + 1e-12)
+    out = np.empty(P.shape[0])
+    for k in range(P.shape[0]):
+        p, q = P[k] / P[k].sum(), Q[k] / Q[k].sum()
+        upper = check_coupling(p, q, ground, wasserstein(p, q, ground, order).plan, order)
+        out[k] = ((upper**order + defect) * (1 + 2.0**-50)) ** (1.0 / order) * (1 + 2.0**-50)
+    return out
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

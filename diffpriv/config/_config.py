@@ -27,6 +27,7 @@ from diffpriv.config._distributions import ConfigError, DistributionCfg, Number,
 from diffpriv.io._files import FileFormatError, read_text
 from diffpriv.problems._divergence_families import DivergenceDistP, DivergenceDP, ExtendedDistP
 from diffpriv.problems._problem import DistP, Domain, ExtendedDP, Item, LocalDP, Problem, SpecError
+from diffpriv.problems._transport_families import WassersteinDistP, WassersteinDP
 from diffpriv.solvers._options import Options
 
 __all__ = ["MAX_CONFIG_BYTES", "MAX_CONSTRAINTS", "MAX_GRID_CELLS", "MAX_ITEMS", "MAX_LABELS",
@@ -100,7 +101,7 @@ class ItemCfg(StrictModel):
 
 
 class ConstraintCfg(StrictModel):
-    kind: Literal["distp", "ldp", "xdp", "divergence_distp", "divergence_dp", "xdistp"]
+    kind: Literal["distp", "ldp", "xdp", "divergence_distp", "divergence_dp", "xdistp", "wdp", "wdistp"]
     name: str | None = None
     epsilon: Number = Field(ge=0)
     delta: float | None = Field(default=None, ge=0, lt=1)
@@ -108,6 +109,8 @@ class ConstraintCfg(StrictModel):
     alpha: Number | None = None
     direction: Literal["both", "forward"] | None = None
     transport: Literal["w1", "winf"] | None = None
+    order: Number | None = None
+    metric: list[list[Number]] | None = None
     pairs: list[Pair] | None = Field(default=None, min_length=1)
     neighbours: Literal["grid4", "grid8"] | None = None
     radius: Number | None = Field(default=None, gt=0)
@@ -382,8 +385,17 @@ def _constraint(i: int, c: ConstraintCfg, cfg: ConfigCfg, xs: Domain, items: tup
     for key in ("divergence", "alpha", "direction", "transport"):
         if getattr(c, key) is not None and not (divergent and (key != "transport" or c.kind == "xdistp")):
             raise ConfigError(f"{field}.{key}: {c.kind} takes no {key}")
+    transport = c.kind in ("wdp", "wdistp")
+    for key in ("order", "metric"):
+        if getattr(c, key) is not None and not transport:
+            raise ConfigError(f"{field}.{key}: {c.kind} takes no {key}")
+    if transport and c.delta is not None:
+        raise ConfigError(f"{field}.delta: {c.kind} bounds a Wasserstein distance by epsilon; "
+                          "it has no delta")
+    wass = {"order": 1.0 if c.order is None else c.order,
+            "metric": None if c.metric is None else tuple(tuple(row) for row in c.metric)}
     div = {"divergence": c.divergence, "alpha": c.alpha, "direction": c.direction or "both"}
-    if c.kind in ("distp", "divergence_distp", "xdistp"):
+    if c.kind in ("distp", "divergence_distp", "xdistp", "wdistp"):
         if selectors and selectors[0] != "pairs":
             raise ConfigError(f"{field}.{selectors[0]}: {c.kind} pairs items; use pairs")
         if c.pairs is not None:
@@ -400,6 +412,8 @@ def _constraint(i: int, c: ConstraintCfg, cfg: ConfigCfg, xs: Domain, items: tup
         if c.kind == "xdistp":
             return ExtendedDistP(pairs=pairs, epsilon=c.epsilon, name=name, transport=c.transport or "w1",
                                  **div)
+        if c.kind == "wdistp":
+            return WassersteinDistP(pairs=pairs, epsilon=c.epsilon, name=name, **wass)
         return DistP(pairs=pairs, epsilon=c.epsilon, delta=delta, name=name)
     if c.kind == "xdp" and c.delta is not None:
         raise ConfigError(f"{field}.delta: xdp has no delta")
@@ -413,6 +427,8 @@ def _constraint(i: int, c: ConstraintCfg, cfg: ConfigCfg, xs: Domain, items: tup
         return LocalDP(epsilon=c.epsilon, delta=delta, pairs=pairs, name=name)
     if c.kind == "divergence_dp":
         return DivergenceDP(epsilon=c.epsilon, pairs=pairs, name=name, **div)
+    if c.kind == "wdp":
+        return WassersteinDP(epsilon=c.epsilon, pairs=pairs, name=name, **wass)
     return ExtendedDP(epsilon=c.epsilon, pairs=pairs, name=name)
 
 

@@ -24,11 +24,14 @@ from diffpriv.problems._objectives import (
 )
 from diffpriv.problems._problem import Constraint, DistP, Domain, ExtendedDP, Item, LocalDP, Problem
 from diffpriv.problems._size import SizeError, admit, estimate, memory_limit, solver_plan
+from diffpriv.problems._transport_families import WassersteinDistP, WassersteinDP
 
 __all__ = [
     "DivergenceDP",
     "DivergenceDistP",
     "ExtendedDistP",
+    "WassersteinDP",
+    "WassersteinDistP",
     "FAMILIES",
     "OBJECTIVES",
     "ExpectedLoss",

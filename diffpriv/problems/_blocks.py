@@ -32,7 +32,8 @@ import numpy as np
 
 __all__ = ["DIVERGENCES", "PairBlock", "MixtureBlock", "Block", "Budgets", "budgets"]
 
-DIVERGENCES = ("max", "hockey_stick", "kl", "reverse_kl", "tv", "chi2", "hellinger", "renyi")
+DIVERGENCES = ("max", "hockey_stick", "kl", "reverse_kl", "tv", "chi2", "hellinger", "renyi",
+               "wasserstein")
 """Divergences a block can be measured in (the first two are linear in the table)."""
 
 LINEAR = ("max", "hockey_stick")
@@ -47,7 +48,13 @@ def _freeze(block, ints: tuple[str, ...], floats: tuple[str, ...]) -> None:
             a.setflags(write=False)
             object.__setattr__(block, name, a)
     object.__setattr__(block, "delta", float(block.delta))
+    if block.ground is not None:
+        ground = np.array(block.ground, dtype=np.float64)
+        ground.setflags(write=False)
+        object.__setattr__(block, "ground", ground)
     _check_divergence(block.divergence, block.delta, block.alpha, block.directed)
+    if (block.divergence == "wasserstein") != (block.ground is not None):
+        raise ValueError("divergence: a ground metric goes with 'wasserstein' (and only with it)")
 
 
 def _check_divergence(divergence: str, delta: float, alpha, directed: bool) -> None:
@@ -55,7 +62,7 @@ def _check_divergence(divergence: str, delta: float, alpha, directed: bool) -> N
         raise ValueError(f"divergence: must be one of {DIVERGENCES}, got {divergence!r}")
     if (divergence == "hockey_stick") != (delta != 0):
         raise ValueError(f"divergence: {divergence!r} does not match delta = {delta!r}")
-    if (divergence == "renyi") != (alpha is not None):
+    if (divergence in ("renyi", "wasserstein")) != (alpha is not None):
         raise ValueError(f"divergence: {divergence!r} with alpha = {alpha!r}")
     if directed and divergence == "hockey_stick":
         raise ValueError("divergence: the hockey-stick is bounded in both directions")
@@ -83,9 +90,11 @@ class PairBlock(_Measure):
       delta: the δ of every comparison (0 for the pure bound).
       divergence: ``"hockey_stick"`` (δ > 0), ``"max"`` or another divergence of
         :data:`DIVERGENCES` (δ = 0).
-      alpha: the Rényi order (``"renyi"`` only).
+      alpha: the Rényi order (``"renyi"``), or the Wasserstein order ``μ ≥ 1``
+        (``"wasserstein"``: ``W_μ(P, Q) ≤ ε`` under ``ground``).
       directed: bound ``D(P‖Q)`` only (else both directions).
       scaled: whether ``scale`` is a distance (reported in the witness).
+      ground: ``[n_out, n_out]`` the ground metric of the outputs (``"wasserstein"`` only).
     """
 
     constraint: int
@@ -99,6 +108,7 @@ class PairBlock(_Measure):
     alpha: float | None = None
     directed: bool = False
     scaled: bool = False
+    ground: np.ndarray | None = None
     kind: ClassVar[str] = "pair"
 
     def __post_init__(self):
@@ -140,7 +150,7 @@ class MixtureBlock(_Measure):
       scale: ``[K]`` the unit the level is reported in (``W(λ_a, λ_b)`` for extended DistP,
         else 1).
       delta: the δ of every comparison (0 for the pure bound).
-      divergence, alpha, directed: as for :class:`PairBlock`.
+      divergence, alpha, directed, ground: as for :class:`PairBlock`.
       scaled: whether ``scale`` is a distance (reported in the witness).
     """
 
@@ -157,6 +167,7 @@ class MixtureBlock(_Measure):
     alpha: float | None = None
     directed: bool = False
     scaled: bool = False
+    ground: np.ndarray | None = None
     kind: ClassVar[str] = "mixture"
 
     def __post_init__(self):

@@ -291,6 +291,8 @@ def _block_constraints(cp, block: Block, v, var: np.ndarray, n_in: int, n_table:
                 z = cp.Variable(positive.size, nonneg=True)
                 out += [lhs <= z, _aggregate(positive, n_out, size) @ z <= block.delta]
         return out
+    if name == "wasserstein":
+        return _wasserstein_rows(cp, block, mp, mq, v, eps, n_out)
     if name not in ("kl", "reverse_kl", "tv", "chi2", "hellinger", "renyi"):
         raise ValueError(f"solve_convex: unsupported divergence {name!r}")
     symmetric = name in _SYMMETRIC or (name == "renyi" and block.alpha == 0.5)
@@ -298,6 +300,21 @@ def _block_constraints(cp, block: Block, v, var: np.ndarray, n_in: int, n_table:
     if not (block.directed or symmetric):
         out += _divergence_rows(cp, name, block.alpha, mq, mp, v, eps, n_out)
     return out
+
+
+def _wasserstein_rows(cp, block: Block, mp, mq, v, eps: np.ndarray, n_out: int) -> list:
+    """``W_μ(P_k, Q_k) ≤ ε_k`` as a coupling per comparison: ``π_k ≥ 0`` with row sums ``P_k``,
+    column sums ``Q_k`` and ``⟨π_k, d^μ⟩ ≤ ε_k^μ`` (linear in the table and the couplings)."""
+    size, cost = eps.size, np.asarray(block.ground, np.float64) ** block.alpha
+    pi = cp.Variable(size * n_out * n_out, nonneg=True)  # π[k, i, j] flattened
+    k, i, j = (a.ravel() for a in np.meshgrid(np.arange(size), np.arange(n_out), np.arange(n_out),
+                                              indexing="ij"))
+    col = np.arange(pi.size)
+    rows = scipy.sparse.coo_array((np.ones(pi.size), (k * n_out + i, col)), shape=(size * n_out, pi.size))
+    cols = scipy.sparse.coo_array((np.ones(pi.size), (k * n_out + j, col)), shape=(size * n_out, pi.size))
+    total = scipy.sparse.coo_array((cost[i, j], (k, col)), shape=(size, pi.size))
+    return [rows.tocsr() @ pi == mp @ v, cols.tocsr() @ pi == mq @ v,
+            total.tocsr() @ pi <= eps ** block.alpha]
 
 
 def _objective(cp, problem: Problem, v, s, x, y) -> tuple[Any, list]:

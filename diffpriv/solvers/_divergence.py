@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from diffpriv.problems._blocks import MixtureBlock, PairBlock
+from diffpriv.problems._checks import SpecError
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 from diffpriv.solvers._divergence_levels import divergence
@@ -70,6 +71,9 @@ def divergence_data(problem: Problem) -> tuple[DivergenceData, tuple[Kind, ...]]
         if block.divergence == "max":
             raise ValueError(f"optimizer: the one-way max-divergence of constraints[{block.constraint}] "
                              "is not supported; bound both directions (pure DistP)")
+        if block.divergence == "wasserstein":
+            raise SpecError(f"constraints[{block.constraint}]: the optimizer does not handle Wasserstein "
+                            "DP yet; `diffpriv reference` (dp.solvers.convex) solves it exactly")
         k = block.size
         wa, wb = np.zeros((k, ns * nx)), np.zeros((k, ns * nx))
         if isinstance(block, PairBlock):
