@@ -115,10 +115,13 @@ class _InputPairs:
         return n * len(problem.profiles), 0
 
 
-def _row_pairs(problem, index: int, pairs, eps, scale, delta: float, scaled: bool) -> PairBlock:
-    """One pair block: every input pair in every profile."""
+def _row_pairs(problem, index: int, pairs, eps, scale, delta: float = 0.0, scaled: bool = False,
+               **measure) -> PairBlock:
+    """One pair block: every input pair in every profile. ``measure``: the block's divergence
+    fields (default: the max-divergence, or the hockey-stick when ``delta > 0``)."""
     ns = len(problem.profiles)
     k = pairs.shape[0]
+    measure = {"divergence": "max" if delta == 0 else "hockey_stick", **measure}
     return PairBlock(
         constraint=index,
         s=np.repeat(np.arange(ns), k),
@@ -127,9 +130,20 @@ def _row_pairs(problem, index: int, pairs, eps, scale, delta: float, scaled: boo
         eps=np.tile(eps, ns),
         scale=np.tile(scale, ns),
         delta=delta,
-        divergence="max" if delta == 0 else "hockey_stick",
         scaled=scaled,
+        **measure,
     )
+
+
+class _PairsJSON:
+    """``to_dict`` / ``from_dict`` of a family whose JSON is ``_json_fields()`` plus ``pairs``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self._json_fields(), "pairs": _pairs_json(self.pairs)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str):
+        return cls(pairs=_pairs_from(d, where), **cls._fields_from(d, where))
 
 
 class _EpsilonDelta:

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock
+from diffpriv.problems._blocks import Block, MixtureBlock
 from diffpriv.problems._checks import SpecError, _check_budget
 from diffpriv.problems._constraints import (
     _check_name,
@@ -47,6 +47,8 @@ from diffpriv.problems._constraints import (
     _InputPairs,
     _pairs_from,
     _pairs_json,
+    _PairsJSON,
+    _row_pairs,
     check_pairs,
     register,
 )
@@ -157,7 +159,7 @@ def _item_mixtures(problem, index: int, pairs, eps, scale, fields, scaled: bool 
 
 @register
 @dataclasses.dataclass(frozen=True)
-class DivergenceDistP(_Divergence):
+class DivergenceDistP(_PairsJSON, _Divergence):
     """``(ε, D)``-distribution privacy between pairs of protected items (module docstring)."""
 
     pairs: tuple[tuple[int, int], ...]
@@ -184,17 +186,11 @@ class DivergenceDistP(_Divergence):
         return (_item_mixtures(problem, index, self.pairs, self._block_eps(k), np.ones(k),
                                self._block_fields()),)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**self._json_fields(), "pairs": _pairs_json(self.pairs)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], where: str) -> DivergenceDistP:
-        return cls(pairs=_pairs_from(d, where), **cls._fields_from(d, where))
 
 
 @register
 @dataclasses.dataclass(frozen=True)
-class DivergenceDP(_InputPairs, _Divergence):
+class DivergenceDP(_InputPairs, _PairsJSON, _Divergence):
     """``(ε, D)``-DP: rows ``A[s, x]``, ``A[s, x']`` of adjacent inputs, in every profile
     (``pairs=None``: all pairs of inputs)."""
 
@@ -214,17 +210,9 @@ class DivergenceDP(_InputPairs, _Divergence):
 
     def blocks(self, problem, index: int) -> tuple[Block, ...]:
         pairs = _input_pairs(problem, self.pairs)
-        ns, k = len(problem.profiles), pairs.shape[0]
-        return (PairBlock(constraint=index, s=np.repeat(np.arange(ns), k), a=np.tile(pairs[:, 0], ns),
-                          b=np.tile(pairs[:, 1], ns), eps=self._block_eps(ns * k),
-                          scale=np.ones(ns * k), **self._block_fields()),)
+        k = pairs.shape[0]
+        return (_row_pairs(problem, index, pairs, self._block_eps(k), np.ones(k), **self._block_fields()),)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**self._json_fields(), "pairs": _pairs_json(self.pairs)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], where: str) -> DivergenceDP:
-        return cls(pairs=_pairs_from(d, where), **cls._fields_from(d, where))
 
 
 def transport_lower_bound(problem, a: np.ndarray, b: np.ndarray, transport: str) -> float:

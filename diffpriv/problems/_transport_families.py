@@ -22,15 +22,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock
+from diffpriv.problems._blocks import Block, MixtureBlock
 from diffpriv.problems._checks import SpecError, _check_budget
 from diffpriv.problems._constraints import (
     _check_name,
     _get,
     _input_pairs,
     _InputPairs,
-    _pairs_from,
-    _pairs_json,
+    _PairsJSON,
+    _row_pairs,
     check_pairs,
     register,
 )
@@ -105,7 +105,7 @@ class _Transport:
 
 @register
 @dataclasses.dataclass(frozen=True)
-class WassersteinDP(_InputPairs, _Transport):
+class WassersteinDP(_InputPairs, _PairsJSON, _Transport):
     """``(μ, ε)``-Wasserstein DP between rows of adjacent inputs (module docstring)."""
 
     epsilon: float
@@ -121,22 +121,15 @@ class WassersteinDP(_InputPairs, _Transport):
 
     def blocks(self, problem, index: int) -> tuple[Block, ...]:
         pairs = _input_pairs(problem, self.pairs)
-        ns, k = len(problem.profiles), pairs.shape[0]
-        return (PairBlock(constraint=index, s=np.repeat(np.arange(ns), k), a=np.tile(pairs[:, 0], ns),
-                          b=np.tile(pairs[:, 1], ns), eps=np.full(ns * k, float(self.epsilon)),
-                          scale=np.ones(ns * k), **self._block_fields(problem)),)
+        k = pairs.shape[0]
+        return (_row_pairs(problem, index, pairs, np.full(k, float(self.epsilon)), np.ones(k),
+                           **self._block_fields(problem)),)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**self._json_fields(), "pairs": _pairs_json(self.pairs)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], where: str) -> WassersteinDP:
-        return cls(pairs=_pairs_from(d, where), **cls._fields_from(d, where))
 
 
 @register
 @dataclasses.dataclass(frozen=True)
-class WassersteinDistP(_Transport):
+class WassersteinDistP(_PairsJSON, _Transport):
     """The distribution form ``W_μ(P_i, P_j) ≤ ε`` for pairs of items (module docstring)."""
 
     pairs: tuple[tuple[int, int], ...]
@@ -164,9 +157,3 @@ class WassersteinDistP(_Transport):
             wb=np.stack([items[j].dist for j in pairs[:, 1]]), items=pairs,
             eps=np.full(k, float(self.epsilon)), scale=np.ones(k), **self._block_fields(problem)),)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**self._json_fields(), "pairs": _pairs_json(self.pairs)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], where: str) -> WassersteinDistP:
-        return cls(pairs=_pairs_from(d, where), **cls._fields_from(d, where))
