@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from diffpriv.certification import Certificate, certify
+from diffpriv.certification._summary import json_number
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._optimizer import Optimizer, OptimizeResult
 from diffpriv.solvers._progress import progress_bar
@@ -92,7 +93,7 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
     def certified(result: OptimizeResult) -> Certificate:
         info = {"steps": int(result.steps), "seed": int(result.seed), "status": result.status,
                 "seconds": optimize_seconds, "objective": float(result.objective),
-                "lower_bound": float(result.lower_bound),
+                "lower_bound": json_number(result.lower_bound),
                 "max_violation": float(result.max_violation), "options": result.options}
         start = time.perf_counter()
         cert = certify(problem, result.table, seed=seed, meta={**(meta or {}), "optimizer": info})

@@ -2,9 +2,10 @@
 
 A block measured in a divergence other than the max-divergence and the hockey-stick
 (:attr:`~diffpriv.problems._blocks.PairBlock.linear` is False: KL, reverse KL, TV, χ², Hellinger,
-Rényi) asks ``D(P_k‖Q_k) ≤ ε_k`` (and ``D(Q_k‖P_k) ≤ ε_k`` unless directed) for lifted laws
-``P_k = wa[k] @ A``, ``Q_k = wb[k] @ A`` (rows ``r = (s, x)`` of the table flattened to
-``[R, Y]``; a pair block is a one-hot weight). Each comparison becomes the convex constraint
+Rényi; and Wasserstein on a line) asks ``D(P_k‖Q_k) ≤ ε_k`` (and ``D(Q_k‖P_k) ≤ ε_k`` unless
+directed) for lifted laws ``P_k = wa[k] @ A``, ``Q_k = wb[k] @ A`` (rows ``r = (s, x)`` of
+the table flattened to ``[R, Y]``; a pair block is a one-hot weight). Each comparison becomes
+the convex constraint
 
     ``g_k(A) = (φ(D(P_k‖Q_k)) − φ(ε_k)) / s_k ≤ 0``
 
@@ -12,7 +13,9 @@ with ``φ(D) = e^{(α−1) D}`` for a Rényi order ``α > 1`` (then ``φ(D) = Σ
 jointly convex, while ``D`` itself is only quasi-convex) and ``φ(D) = D`` otherwise (jointly
 convex: the f-divergences, and Rényi for ``α < 1``); ``s_k = max(φ(ε_k), 10^-3)`` balances the
 constraints. The levels are the log-space JAX twins of the certifier's
-(:mod:`diffpriv.solvers._divergence_levels`).
+(:mod:`diffpriv.solvers._divergence_levels`). Wasserstein DP of order ``μ`` enters as
+``(W_μ^μ − ε^μ) / max(ε^μ, 10^-3)`` with the exact, differentiable 1-D formula (outputs on a
+line; another ground metric is refused with one line).
 
 **Lower bound.** For multipliers ``λ ≥ 0`` and any table ``A₀`` with positive laws, convexity
 gives ``g_k(A) ≥ g_k(A₀) + ⟨∇g_k(A₀), A − A₀⟩``, so the Lagrangian is bounded below by a function
@@ -38,7 +41,7 @@ from diffpriv.problems._blocks import MixtureBlock, PairBlock
 from diffpriv.problems._checks import SpecError
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
-from diffpriv.solvers._divergence_levels import divergence
+from diffpriv.solvers._divergence_levels import divergence, wasserstein_1d
 
 __all__ = ["DivergenceData", "Kind", "divergence_data", "frank_wolfe_bound", "linearized", "residuals"]
 
@@ -55,6 +58,8 @@ class DivergenceData(NamedTuple):
     wb: tuple  # per group [K, R]
     eps: tuple  # per group [K] budgets
     both: tuple  # per group [K] bool: both directions
+    order: tuple  # per group [Y] int: the outputs sorted along the line (Wasserstein; else [0])
+    points: tuple  # per group [Y] their coordinates, sorted (Wasserstein; else [0])
 
     @property
     def size(self) -> int:
@@ -65,15 +70,14 @@ def divergence_data(problem: Problem) -> tuple[DivergenceData, tuple[Kind, ...]]
     """The nonlinear blocks of ``problem`` as :class:`DivergenceData`, and their kinds."""
     ns, nx, _ = problem.shape
     groups: dict[Kind, list] = {}
+    lines: dict[Kind, tuple] = {}
     for block in problem.blocks():
         if block.linear:
             continue
         if block.divergence == "max":
             raise ValueError(f"optimizer: the one-way max-divergence of constraints[{block.constraint}] "
                              "is not supported; bound both directions (pure DistP)")
-        if block.divergence == "wasserstein":
-            raise SpecError(f"constraints[{block.constraint}]: the optimizer does not handle Wasserstein "
-                            "DP yet; `diffpriv reference` (dp.solvers.convex) solves it exactly")
+        line = _line(problem, block)
         k = block.size
         wa, wb = np.zeros((k, ns * nx)), np.zeros((k, ns * nx))
         if isinstance(block, PairBlock):
@@ -86,10 +90,30 @@ def divergence_data(problem: Problem) -> tuple[DivergenceData, tuple[Kind, ...]]
                 w.reshape(k, ns, nx)[np.arange(k), s] = side / side.sum(axis=1, keepdims=True)
         groups.setdefault((block.divergence, block.alpha), []).append(
             (wa, wb, np.asarray(block.eps, np.float64), np.full(k, not block.directed)))
+        lines[(block.divergence, block.alpha)] = line
     kinds = tuple(groups)
     parts = [tuple(np.concatenate(col) for col in zip(*groups[kind], strict=True)) for kind in kinds]
-    data = DivergenceData(*(tuple(jnp.asarray(p[i]) for p in parts) for i in range(4)))
+    data = DivergenceData(*(tuple(jnp.asarray(p[i]) for p in parts) for i in range(4)),
+                          *(tuple(jnp.asarray(lines[kind][i]) for kind in kinds) for i in range(2)))
     return data, kinds
+
+
+def _line(problem: Problem, block) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, points)``: for a Wasserstein block, the outputs sorted along their line and their
+    coordinates (the JAX level is the exact 1-D formula, which needs a line metric); else empty."""
+    if block.divergence != "wasserstein":
+        return np.zeros(1, np.int64), np.zeros(1)
+    coords = problem.outputs.coords
+    on_line = coords is not None and coords.shape[1] == 1
+    if on_line:
+        x = coords[:, 0]
+        on_line = np.array_equal(block.ground, np.abs(x[:, None] - x[None, :]))
+    if not on_line:
+        raise SpecError(f"constraints[{block.constraint}]: the optimizer handles Wasserstein DP on "
+                        "outputs along a line (1-D coordinates, their distance); `diffpriv reference` "
+                        "(dp.solvers.convex) solves any ground metric")
+    order = np.argsort(x, kind="stable")
+    return order, x[order]
 
 
 def _phi(kind: Kind, d):
@@ -97,11 +121,17 @@ def _phi(kind: Kind, d):
     return jnp.exp((alpha - 1.0) * d) if name == "renyi" and alpha > 1 else d
 
 
-def _group_residuals(kind: Kind, wa, wb, eps, both, log_rows):
+def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, log_rows):
     """``[K, 2]`` normalised residuals ``g_k`` of both directions (the second is −1 when the
     comparison is directed)."""
-    level = divergence(*kind)
     lp, lq = _lift(log_rows, wa), _lift(log_rows, wb)
+    if kind[0] == "wasserstein":  # W_μ^μ(P, Q) ≤ ε^μ: symmetric, jointly convex
+        mu = kind[1]
+        cost = wasserstein_1d(jnp.exp(lp[:, order]), jnp.exp(lq[:, order]), points, mu, root=False)
+        target = eps**mu
+        return jnp.stack([(cost - target) / jnp.maximum(target, SCALE_FLOOR), jnp.full_like(cost, -1.0)],
+                         axis=1)
+    level = divergence(*kind)
     target = _phi(kind, eps)
     scale = jnp.maximum(target, SCALE_FLOOR)
     fwd = (_phi(kind, level(lp, lq)) - target) / scale
@@ -120,7 +150,7 @@ def residuals(dd: DivergenceData, kinds: tuple[Kind, ...], log_rows) -> jax.Arra
     """``[K, 2]`` residuals ``g_k`` of every nonlinear comparison, groups in ``kinds`` order, for
     the table ``exp(log_rows)`` (``[R, Y]`` log-rows, ``-inf`` outside the support)."""
     parts = [_group_residuals(kind, *arrays, log_rows)
-             for kind, *arrays in zip(kinds, dd.wa, dd.wb, dd.eps, dd.both, strict=True)]
+             for kind, *arrays in zip(kinds, dd.wa, dd.wb, dd.eps, dd.both, dd.order, dd.points, strict=True)]
     return jnp.concatenate(parts, axis=0) if parts else jnp.zeros((0, 2))
 
 
@@ -128,7 +158,12 @@ def linearized(dd: DivergenceData, kinds: tuple[Kind, ...], table, lam):
     """``(∇, c)``: the linearisation of ``Σ_k λ_k·g_k`` at ``table`` ``[R, Y]`` (positive on its
     support): ``Σ λ g(A) ≥ ⟨∇, A⟩ + c`` for every table ``A`` (module docstring). ``lam``:
     ``[K, 2]`` multipliers (negative entries count as 0)."""
-    lam = jnp.maximum(lam, 0.0)
+    # W_μ^μ for μ > 1 is convex, but the gradient of its sort-based formula is not known to be a
+    # subgradient where quantiles tie: those constraints are left out of the bound (λ = 0, a
+    # relaxation, still valid). μ = 1 is Σ|linear|, whose gradient (sign(0) = 0) is a subgradient.
+    keep = jnp.concatenate([jnp.full(e.shape[0], not (kind[0] == "wasserstein" and kind[1] != 1.0))
+                            for kind, e in zip(kinds, dd.eps, strict=True)] or [jnp.zeros(0, bool)])
+    lam = jnp.where(keep[:, None], jnp.maximum(lam, 0.0), 0.0)
     log_rows = jnp.where(table > 0, jnp.log(jnp.where(table > 0, table, 1.0)), -jnp.inf)
 
     def weighted(lr):
