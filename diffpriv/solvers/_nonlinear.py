@@ -173,3 +173,41 @@ def run_nonlinear(opt, problem: Problem, seed: int):
         seed=seed, status=status, history={}, options=dataclasses.asdict(opt),
         plan="standard", compile_seconds=_COMPILE_SECONDS[0] - compiled)
 
+
+
+def batch_nonlinear(opt, problem: Problem, scales, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``solve_batch`` for a problem with divergence constraints: every budget ``ε`` (linear and
+    divergence) times each of ``scales``, as one ``vmap``-ed compiled program of
+    ``ceil(steps / (NONLINEAR_CHUNK · NONLINEAR_INNER))`` chunks of rounds (no early stop: a
+    batch runs its chunks in lockstep), then each element's bound. Returns ``(tables [B, S, X,
+    Y], lower_bounds [B])``; the tables are the last chunk's (not certified)."""
+    worst = problem.objective.epigraph
+    base = linear_data(problem, nonlinear=True)
+    nl, kinds = divergence_data(problem)
+    scales = jnp.asarray(scales, dtype=base.cost.dtype)
+    chunks = max(1, -(-opt.steps // (NONLINEAR_CHUNK * NONLINEAR_INNER)))
+    tables, bounds = _batch_jit(base, nl, scales, jax.random.PRNGKey(seed), worst, kinds, chunks)
+    tables = np.array(tables, dtype=np.float64).reshape((len(scales), *problem.shape))
+    return tables / tables.sum(axis=-1, keepdims=True), np.asarray(bounds)
+
+
+@jax.jit(static_argnums=(4, 5, 6))
+def _batch_jit(base, nl, scales, key, worst, kinds, chunks):
+    def one(scale):
+        true_data = base._replace(pair_eps=scale * base.pair_eps, mix_eps=scale * base.mix_eps)
+        true_nl = nl._replace(eps=tuple(scale * e for e in nl.eps))
+        data = tighten(true_data)
+        tight = true_nl._replace(eps=tuple(e * (1.0 - NONLINEAR_TIGHTEN) for e in true_nl.eps))
+        state = al_init(data, key, rho=NONLINEAR_RHO, init_scale=1.0, nonlinear=tight)
+
+        def chunk(st, _):
+            st = al_run(data, _remix(data, st, REMIX), outer=NONLINEAR_CHUNK, inner=NONLINEAR_INNER,
+                        worst=worst, nonlinear=tight, kinds=kinds, solver="lbfgs",
+                        growth=NONLINEAR_GROWTH, rho_max=NONLINEAR_RHO_MAX)
+            return st, None
+
+        state, _ = jax.lax.scan(chunk, state, None, length=chunks)
+        table, mu, nu, lam = al_output(data, state, worst)
+        return table, _nonlinear_bound_jit(true_data, mu, nu, worst, true_nl, kinds, table, lam)
+
+    return jax.vmap(one)(scales)

@@ -23,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from diffpriv.problems._checks import SpecError
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, solver_plan
 from diffpriv.solvers import (
@@ -41,7 +40,7 @@ from diffpriv.solvers._linear import (
     sparse_matrix,
     tighten,
 )
-from diffpriv.solvers._nonlinear import run_nonlinear
+from diffpriv.solvers._nonlinear import batch_nonlinear, run_nonlinear
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish, violation
 from diffpriv.solvers._progress import progress_bar
@@ -318,16 +317,16 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     ``vmap``-ed compiled program (a privacy–utility frontier), then polishes each table.
 
     Runs PDHG for at most ``ceil(steps / period)`` periods; each budget stops on its own by the
-    optimizer's device-side stopping rule (``gap_tol``, ``viol_factor``). Returns
+    optimizer's device-side stopping rule (``gap_tol``, ``viol_factor``). A problem with divergence
+    constraints runs the augmented Lagrangian's chunks instead, all budgets in lockstep
+    (:func:`._nonlinear.batch_nonlinear`; divergence budgets are scaled too). Returns
     ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
     """
     opt = Optimizer(steps=steps, **options)
     if opt.method != "pdhg":
         raise ValueError("optimizer.method: solve_batch runs 'pdhg' only")
-    for block in problem.blocks():
-        if not block.linear:
-            raise SpecError(f"constraints[{block.constraint}]: solve_batch needs linear constraints, not the "
-                            f"{block.divergence!r} divergence; optimize each budget with dp.optimize")
+    if any(not block.linear for block in problem.blocks()):
+        return batch_nonlinear(opt, problem, eps_scales, seed)
     base = linear_data(problem)
     scales = jnp.asarray(eps_scales, dtype=base.cost.dtype)
     true_batch = base._replace(pair_eps=scales[:, None] * base.pair_eps[None, :],
