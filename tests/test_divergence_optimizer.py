@@ -62,12 +62,12 @@ def test_kl_distp_relaxes_pure_distp_in_certified_tables():
     assert dp.solvers.lp(pure).value == pytest.approx(pure_loss, rel=1e-3)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 10**6), scale=st.floats(0.0, 5.0))
 def test_the_linearisation_is_below_the_weighted_residuals(seed, scale):
     """The bound rests on convexity: ``Σ λ g(A) ≥ ⟨∇, A⟩ + c`` for every table ``A``, with the
     linearisation ``(∇, c)`` taken at any positive table."""
-    problem = with_constraints(seed % 7,
+    problem = with_constraints(seed % 2,  # two problems: each new shape is traced anew
                                dp.DivergenceDistP(pairs=((0, 1), (1, 2)), divergence="kl", epsilon=0.1),
                                dp.DivergenceDP(divergence="renyi", alpha=3.0, epsilon=0.5),
                                dp.DivergenceDP(divergence="hellinger", epsilon=0.1, name="h"))

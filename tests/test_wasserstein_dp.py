@@ -159,7 +159,8 @@ def test_json_round_trip_and_the_optimizer_refuses_in_one_line():
 
 @pytest.mark.parametrize("constraints", [
     (dp.WassersteinDP(epsilon=0.8),),
-    (dp.WassersteinDistP(pairs=((0, 1),), epsilon=1.5, order=2.0), dp.WassersteinDP(epsilon=1.5, order=2.0)),
+    pytest.param((dp.WassersteinDistP(pairs=((0, 1),), epsilon=1.5, order=2.0),
+                  dp.WassersteinDP(epsilon=1.5, order=2.0)), marks=pytest.mark.slow),
 ])
 def test_the_optimizer_on_a_line_matches_the_convex_reference(constraints):
     """The augmented Lagrangian with the exact 1-D W_μ: certified within 0.1 % of the convex
