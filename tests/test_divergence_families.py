@@ -285,6 +285,7 @@ def test_cli_reference_solves_a_divergence_config_as_a_convex_program(tmp_path):
     out = tmp_path / "ref"
     result = CliRunner().invoke(app, ["reference", "configs/divergence.toml", "--out", str(out)])
     assert result.exit_code == 0, result.output
+    assert "convex optimum" in result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ok"] and summary["status"] == "optimal"
     assert summary["convex_optimum"] == pytest.approx(summary["certified"], rel=1e-6)

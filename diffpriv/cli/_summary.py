@@ -75,6 +75,8 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
         rows.append((f"{what}, optimized table", f"{s['optimized']:.6g}"))
     if "lp_optimum" in s:
         rows.append((f"{what}, LP optimum", f"{s['lp_optimum']:.6g}"))
+    if "convex_optimum" in s:
+        rows.append((f"{what}, convex optimum", f"{s['convex_optimum']:.6g}"))
     if "certified" in s:
         rows.append((f"{what}, certified table", f"{s['certified']:.6g}"))
     if "lower_bound" in s:
