@@ -36,8 +36,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40_000)
     args = ap.parse_args()
     problem, _ = dp.load_config(args.config)
-    linear = all(block.linear for block in problem.blocks())
-    reference, name = (dp.solvers.lp, "LP optimum (HiGHS)") if linear else \
+    reference, name = (dp.solvers.lp, "LP optimum (HiGHS)") if problem.linear else \
         (dp.solvers.convex, "convex optimum (Clarabel)")
     scales = np.array([float(s) for s in args.scales.split(",")])
 

@@ -123,7 +123,7 @@ def reference(
         if out is not None:
             admit(problem, "certifier")
             admit_certificate(problem)
-    convex = any(not b.linear for b in problem.blocks())
+    convex = not problem.linear
     name = "convex" if convex else "LP"
     try:
         with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ValueError

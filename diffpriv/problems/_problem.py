@@ -294,6 +294,12 @@ class Problem:
         constraint order. Built once per problem and cached; their arrays are read-only."""
         return self._blocks
 
+    @property
+    def linear(self) -> bool:
+        """Whether every comparison block is linear in the table (max-divergence or hockey-stick
+        in both directions): then the LP reference and PDHG solve the problem."""
+        return all(block.linear for block in self.blocks())
+
     @functools.cached_property
     def _blocks(self) -> tuple[Block, ...]:
         return tuple(b for i, c in enumerate(self.constraints) for b in c.blocks(self, i))

@@ -41,7 +41,7 @@ from diffpriv.problems._blocks import MixtureBlock, PairBlock
 from diffpriv.problems._checks import SpecError
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
-from diffpriv.solvers._divergence_levels import divergence, wasserstein_1d
+from diffpriv.solvers._divergence_levels import divergence, log_lift, wasserstein_1d
 
 __all__ = ["DivergenceData", "Kind", "divergence_data", "frank_wolfe_bound", "linearized", "residuals"]
 
@@ -124,7 +124,7 @@ def _phi(kind: Kind, d):
 def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, log_rows):
     """``[K, 2]`` normalised residuals ``g_k`` of both directions (the second is −1 when the
     comparison is directed)."""
-    lp, lq = _lift(log_rows, wa), _lift(log_rows, wb)
+    lp, lq = log_lift(log_rows, wa), log_lift(log_rows, wb)
     if kind[0] == "wasserstein":  # W_μ^μ(P, Q) ≤ ε^μ: symmetric, jointly convex
         mu = kind[1]
         cost = wasserstein_1d(jnp.exp(lp[:, order]), jnp.exp(lq[:, order]), points, mu, root=False)
@@ -137,13 +137,6 @@ def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, log_rows):
     fwd = (_phi(kind, level(lp, lq)) - target) / scale
     bwd = jnp.where(both, (_phi(kind, level(lq, lp)) - target) / scale, -1.0)
     return jnp.stack([fwd, bwd], axis=1)
-
-
-def _lift(log_rows, w):
-    """``log(w @ A)`` ``[K, Y]`` from log-rows ``[R, Y]``: ``-inf`` where no weighted entry has mass."""
-    pos = w > 0
-    log_w = jnp.where(pos, jnp.log(jnp.where(pos, w, 1.0)), -jnp.inf)
-    return jax.scipy.special.logsumexp(log_w[:, :, None] + log_rows[None], axis=1)
 
 
 def residuals(dd: DivergenceData, kinds: tuple[Kind, ...], log_rows) -> jax.Array:

@@ -144,7 +144,7 @@ class Optimizer(Options):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
         lean = solver_plan(problem) == "lean"
-        if any(not b.linear for b in problem.blocks()):
+        if not problem.linear:
             if init is not None:
                 raise ValueError("init: warm starts need linear constraints (method 'pdhg')")
             if lean:
@@ -325,7 +325,7 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     opt = Optimizer(steps=steps, **options)
     if opt.method != "pdhg":
         raise ValueError("optimizer.method: solve_batch runs 'pdhg' only")
-    if any(not block.linear for block in problem.blocks()):
+    if not problem.linear:
         return batch_nonlinear(opt, problem, eps_scales, seed)
     base = linear_data(problem)
     scales = jnp.asarray(eps_scales, dtype=base.cost.dtype)
