@@ -8,6 +8,7 @@ the optimum is 0). No LP solver runs inside the optimizer.
 
     python benchmarks/optimality.py                   # 24 problems, both methods
     python benchmarks/optimality.py --n 40 --methods pdhg
+    python benchmarks/optimality.py --objective transport --methods pdhg   # W1(A#λ, λ)
 
 Prints one row per problem and a summary, and writes ``benchmarks/results/optimality.json``.
 Acceptance (issue 2): every certified loss within 1 % of the LP optimum, the median within
@@ -17,6 +18,7 @@ Acceptance (issue 2): every certified loss within 1 % of the LP optimum, the med
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import platform
@@ -51,6 +53,8 @@ def main() -> None:
                     help="pdhg's steps between restart checks (default: the optimizer's)")
     ap.add_argument("--omega", type=float, default=None,
                     help="pdhg's primal weight (default: the optimizer's)")
+    ap.add_argument("--objective", default="expected",
+                    help="the problems' objective (expected, worst, entry, transport)")
     ap.add_argument("--out", default="benchmarks/results/optimality.json")
     args = ap.parse_args()
     methods = args.methods.split(",")
@@ -61,6 +65,7 @@ def main() -> None:
     print(header)
     for seed in range(args.n):
         problem = random_problem(seed, delta=0.02 if seed % 4 == 3 else 0.0)
+        problem = dataclasses.replace(problem, objective=args.objective)
         t0 = time.perf_counter()
         ref = dp.solvers.lp(problem)
         lp_seconds = time.perf_counter() - t0

@@ -15,7 +15,7 @@ families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP`, :class:`Divergen
 :class:`DivergenceDP`, :class:`ExtendedDistP`, :class:`WassersteinDP`, :class:`WassersteinDistP`
 and their typed comparison blocks
 (:class:`PairBlock`, :class:`MixtureBlock`), the objectives :class:`ExpectedLoss`,
-:class:`WorstCaseLoss` and :class:`LargestEntry` (registries :data:`FAMILIES`,
+:class:`WorstCaseLoss`, :class:`LargestEntry` and :class:`TransportLoss` (registries :data:`FAMILIES`,
 :data:`OBJECTIVES`). Certification (numpy only, the trusted core): :func:`certify`,
 :func:`verify`, :class:`Certificate`. Solvers: :func:`optimize` (JAX, loaded on first use) and
 :mod:`diffpriv.solvers` (``lp``, ``Optimizer``, ``solve_batch``).
@@ -42,6 +42,7 @@ from diffpriv.problems import (
     Objective,
     Problem,
     SpecError,
+    TransportLoss,
     WassersteinDistP,
     WassersteinDP,
     WorstCaseLoss,
@@ -82,6 +83,7 @@ __all__ = [
     "OBJECTIVES",
     "ExpectedLoss",
     "LargestEntry",
+    "TransportLoss",
     "Objective",
     "WassersteinDP",
     "WassersteinDistP",

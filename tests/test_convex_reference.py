@@ -209,8 +209,8 @@ class MedianLoss(Objective):
 
 def test_an_unsupported_objective_is_a_one_line_spec_error():
     problem = dataclasses.replace(base_problem((_family("dp", "kl", None, 0.1),)), objective=MedianLoss())
-    with pytest.raises(SpecError, match=r"^objective: the convex reference handles 'expected', 'worst' "
-                                        r"and 'entry', not 'median'$") as err:
+    with pytest.raises(SpecError, match=r"^objective: the convex reference handles 'expected', 'worst', "
+                                        r"'entry' and 'transport', not 'median'$") as err:
         solve_convex(problem)
     assert "\n" not in str(err.value)
 

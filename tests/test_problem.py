@@ -46,7 +46,7 @@ RULES = [
     ("prior NaN", dict(prior=np.array([np.nan, 0.5, 0.5])), "prior: has a NaN"),
     ("profiles duplicate", dict(profiles=("p", "p")), "profiles: duplicate label 'p'"),
     ("profiles a string", dict(profiles="ab"), "profiles: expected a sequence of labels"),
-    ("objective", dict(objective="median"), "objective: must be 'expected', 'worst' or 'entry'"),
+    ("objective", dict(objective="median"), "objective: must be 'expected', 'worst', 'entry' or 'transport'"),
     ("item duplicate name", dict(items=(item("i"), item("i"))), "items[1].name: duplicate item name"),
     ("item name not a string", dict(items=(item(3), item("j"))), "items[0].name: expected a string"),
     ("item profile out of range", dict(items=(item(profile=1), item("j"))),
@@ -254,7 +254,7 @@ MALFORMED = [
     ("metric overflows", _set(["input_metric"], [[0, 10**400, 0]] * 3), "input_metric: expected an array"),
     ("support ragged", _set(["support", 0, 1], [1]), "support: expected a boolean array"),
     ("objective unknown", _set(["objective"], ["worst"]),
-     "objective: must be 'expected', 'worst' or 'entry'"),
+     "objective: must be 'expected', 'worst', 'entry' or 'transport'"),
 ]
 
 
@@ -361,7 +361,7 @@ def test_objective_registry_is_the_extension_point(row_power):
     assert cert.loss == pytest.approx(np.mean(rows ** 3)) and cert.objective == d["objective"]
     assert dp.verify(json.loads(json.dumps(cert.to_dict()))).ok
     with pytest.raises(SpecError, match=r"^objective: the LP reference handles 'expected', "
-                                        r"'worst' and 'entry', not 'test_row_power'$"):
+                                        r"'worst', 'entry' and 'transport', not 'test_row_power'$"):
         dp.solvers.lp(p)
     with pytest.raises(SpecError, match=r"^objective: the optimizer handles"):
         dp.optimize(p, steps=10)

@@ -137,9 +137,43 @@ def _optimizer_schema() -> type[StrictModel]:
 OptimizerCfg = _optimizer_schema()
 
 
+ObjectiveKind = Literal["expected", "worst", "entry", "transport"]
+_OBJECTIVE_KINDS = typing.get_args(ObjectiveKind)
+
+
+class ObjectiveCfg(StrictModel):
+    """``objective``: a kind (``"expected"``), or a table with ``kind`` and, for
+    ``"transport"``, ``laws`` (``{ kind = "transport", laws = "items" }``)."""
+
+    kind: ObjectiveKind
+    laws: Literal["prior", "profiles", "items"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_kind(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            if v not in _OBJECTIVE_KINDS:
+                names = [repr(k) for k in _OBJECTIVE_KINDS]
+                raise ValueError(f"must be {', '.join(names[:-1])} or {names[-1]}, got {_short(v)}")
+            return {"kind": v}
+        if not isinstance(v, dict):
+            raise ValueError(f"expected a string or a table, got {_short(v)}")
+        return v
+
+    @model_validator(mode="after")
+    def _laws_for_transport(self) -> ObjectiveCfg:
+        if self.laws is not None and self.kind != "transport":
+            raise ValueError(f'laws only goes with kind = "transport", not {self.kind!r}')
+        return self
+
+    def to_json(self) -> str | dict[str, str]:
+        """What :class:`~diffpriv.problems._problem.Problem` takes as its objective."""
+        return self.kind if self.laws is None else {"kind": self.kind, "laws": self.laws}
+
+
 class ConfigCfg(StrictModel):
     description: str = ""
-    objective: Literal["expected", "worst", "entry"] = "expected"
+    objective: ObjectiveCfg = ObjectiveCfg(kind="expected")
     inputs: DomainCfg
     outputs: DomainCfg | None = None
     loss: LossCfg
@@ -499,7 +533,7 @@ def _build(cfg: ConfigCfg, base_dir: Path) -> Problem:
         constraints=tuple(constraints),
         profiles=profiles,
         support=_support(cfg.mechanism, xs, ys),
-        objective=cfg.objective,
+        objective=cfg.objective.to_json(),
     )
 
 

@@ -19,6 +19,7 @@ from diffpriv.problems._objectives import (
     ExpectedLoss,
     LargestEntry,
     Objective,
+    TransportLoss,
     WorstCaseLoss,
     register_objective,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "OBJECTIVES",
     "ExpectedLoss",
     "LargestEntry",
+    "TransportLoss",
     "Objective",
     "WorstCaseLoss",
     "register_objective",

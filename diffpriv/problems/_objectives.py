@@ -11,7 +11,10 @@ An objective is a frozen dataclass with a ``kind`` tag, registered in :data:`OBJ
   for a fixed cost ``C``; ``"rows"`` when it is the largest of the per-row losses
   ``Σ_y A[s,x,y] L[x,y]`` over rows of positive prior, ``"entries"`` when it is the largest of
   the weighted entries ``L[x,y] A[s,x,y]`` over those rows (both minimised through an epigraph
-  variable ``t`` with one linear constraint per row or per entry).
+  variable ``t`` with one linear constraint per row or per entry);
+* ``transport`` — True for :class:`TransportLoss`, whose value is an optimal transport cost:
+  the solvers add a conditional transport plan (one more row-stochastic ``[X, Y]`` table) and
+  one marginal constraint, which keeps the problem linear.
 
 A solver that cannot handle an objective says so up front with a one-line
 :class:`~diffpriv.SpecError`. numpy only.
@@ -27,8 +30,8 @@ import numpy as np
 
 from diffpriv.problems._checks import SpecError, add_kind
 
-__all__ = ["OBJECTIVES", "ExpectedLoss", "LargestEntry", "Objective", "WorstCaseLoss", "objective_from_json",
-           "register_objective", "require_linear"]
+__all__ = ["OBJECTIVES", "ExpectedLoss", "LargestEntry", "Objective", "TransportLoss", "WorstCaseLoss",
+           "objective_from_json", "register_objective", "require_linear"]
 
 OBJECTIVES: dict[str, type] = {}
 """Every objective by its ``kind``."""
@@ -45,6 +48,7 @@ class Objective:
     kind: ClassVar[str]
     text: ClassVar[str]
     epigraph: ClassVar[str]
+    transport: ClassVar[bool] = False
 
     def value(self, problem, table: np.ndarray) -> float:
         raise NotImplementedError
@@ -112,6 +116,85 @@ class LargestEntry(Objective):
         return float(weighted[problem.prior > 0].max(initial=0.0))
 
 
+TRANSPORT_LAWS = ("prior", "profiles", "items")
+"""The input laws a :class:`TransportLoss` keeps."""
+
+
+@register_objective
+@dataclasses.dataclass(frozen=True)
+class TransportLoss(Objective):
+    """How far the output law is from the input law: optimal transport costs under the loss,
+
+        ``T(A) = Σ_k c_k · OT_L(λ_k, A#λ_k)``,  ``OT_L(λ, ν) = min_{γ ∈ Π(λ, ν)} Σ γ[x,y] L[x,y]``,
+
+    ``W1(A#λ, λ)`` when the loss is a metric on one domain of inputs and outputs (|x − y| on a
+    line, a distance on a grid; with the 0/1 loss, total variation). Which laws ``λ_k`` (each
+    lifted through the rows of its profile, :meth:`laws`) is ``laws``:
+
+    * ``"prior"`` — the population: ``λ[x] = Σ_s π[s,x]``, ``A#λ = Σ_{s,x} π[s,x] A[s,x,·]``.
+      Beware: the designer knows ``λ``, so the table that ignores its input and reports
+      ``λ``'s cheapest image meets every budget with ``T = Σ_x λ[x] min_y L[x,y]`` (0 for a
+      metric). Only a support mask (reports limited to a radius, say) makes budgets matter here.
+    * ``"profiles"`` — each profile's own law ``π[s,·]/Σ_x π[s,x]`` through its rows, weighted by
+      the profile's share: the coupling mechanisms' utility (Kawamoto & Murakami 2019, Prop. 2:
+      ``W1(λ_s, μ)`` for a target ``μ``), a trade-off once profile-based privacy ties profiles.
+    * ``"items"`` — each protected item's law through its profile's rows, weighted equally: the
+      collector estimates each distribution it may face, which distribution privacy must blur.
+
+    ``T`` is convex in ``A`` and at most the matching expected loss (``λ_k[x] A[s,x,y]`` is one
+    coupling). The solvers minimise ``Σ_k c_k Σ λ_k[x] B_k[x,y] L[x,y]`` over ``A`` and plan
+    tables ``B_k`` (row-stochastic ``[X, Y]``; the plan is ``γ_k = λ_k ⊙ B_k``) with
+    ``λ_kᵀ B_k = A#λ_k``: a linear program. The value here is computed exactly (POT's network
+    simplex; each plan's cost)."""
+
+    kind: ClassVar[str] = "transport"
+    text: ClassVar[str] = "transport loss"
+    epigraph: ClassVar[str] = ""
+    transport: ClassVar[bool] = True
+    laws: str = "prior"
+
+    def __post_init__(self):
+        if self.laws not in TRANSPORT_LAWS:
+            raise SpecError(f"objective.laws: must be {', '.join(map(repr, TRANSPORT_LAWS))}, "
+                            f"got {self.laws!r}")
+
+    def to_json(self) -> str | dict[str, Any]:
+        return self.kind if self.laws == "prior" else {"kind": self.kind, "laws": self.laws}
+
+    def transport_laws(self, problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows [K, S, X], inputs [K, X], shares [K])``: law ``k`` lifts the table as
+        ``A#λ_k = Σ_{s,x} rows[k,s,x] A[s,x,·]`` and is compared with ``inputs[k]`` (both weights
+        sum to 1), with weight ``shares[k]`` (summing to 1). A one-line :class:`SpecError` for
+        ``"items"`` on a problem without items."""
+        ns, nx, _ = problem.shape
+        prior = problem.prior
+        if self.laws == "prior":
+            return prior[None], prior.sum(axis=0)[None], np.ones(1)
+        if self.laws == "profiles":
+            mass = prior.sum(axis=1)
+            keep = np.flatnonzero(mass > 0)
+            rows = np.zeros((keep.size, ns, nx))
+            rows[np.arange(keep.size), keep] = prior[keep] / mass[keep, None]
+            return rows, rows.sum(axis=1), mass[keep] / mass[keep].sum()
+        if not problem.items:
+            raise SpecError("objective.laws: 'items' needs protected items; the problem has none")
+        rows = np.zeros((len(problem.items), ns, nx))
+        for k, item in enumerate(problem.items):
+            rows[k, item.profile] = item.dist / item.dist.sum()
+        return rows, rows.sum(axis=1), np.full(len(problem.items), 1.0 / len(problem.items))
+
+    def value(self, problem, table: np.ndarray) -> float:
+        from diffpriv.certification._transport import wasserstein
+
+        table = np.asarray(table, dtype=np.float64)
+        rows, inputs, shares = self.transport_laws(problem)
+        total = 0.0
+        for w, lam, share in zip(rows, inputs, shares, strict=True):
+            nu = np.einsum("sx,sxy->y", w, table)
+            total += share * wasserstein(lam / lam.sum(), nu / nu.sum(), problem.loss, 1.0).value
+        return float(total)
+
+
 def objective_from_json(value: Any, where: str = "objective") -> Objective:
     """The objective a JSON value (a ``kind`` string or a mapping with ``kind``) or an
     :class:`Objective` describes; a one-line :class:`SpecError` naming ``where`` otherwise."""
@@ -127,11 +210,12 @@ def objective_from_json(value: Any, where: str = "objective") -> Objective:
 
 def require_linear(problem, solver: str, *, blocks: bool = True) -> None:
     """A one-line :class:`SpecError` unless ``problem``'s objective is one the linear solvers
-    (PDHG, the LP reference) handle — :class:`ExpectedLoss`, :class:`WorstCaseLoss` or
-    :class:`LargestEntry` — and (with ``blocks``) every comparison block is linear."""
+    (PDHG, the LP reference) handle — :class:`ExpectedLoss`, :class:`WorstCaseLoss`,
+    :class:`LargestEntry` or :class:`TransportLoss` — and (with ``blocks``) every comparison
+    block is linear."""
     if not isinstance(problem.objective, LINEAR):
-        raise SpecError(f"objective: the {solver} handles 'expected', 'worst' and 'entry', "
-                        f"not {problem.objective.kind!r}")
+        raise SpecError(f"objective: the {solver} handles 'expected', 'worst', 'entry' and "
+                        f"'transport', not {problem.objective.kind!r}")
     for block in problem.blocks() if blocks else ():
         if not block.linear:
             c = problem.constraints[block.constraint]
@@ -140,5 +224,6 @@ def require_linear(problem, solver: str, *, blocks: bool = True) -> None:
                             f"{c.kind} {c.name!r}")
 
 
-LINEAR = (ExpectedLoss, WorstCaseLoss, LargestEntry)
-"""The objectives the linear solvers handle (a linear cost, or an epigraph over rows or entries)."""
+LINEAR = (ExpectedLoss, WorstCaseLoss, LargestEntry, TransportLoss)
+"""The objectives the linear solvers handle (a linear cost, an epigraph over rows or entries, or
+a transport cost through a plan table)."""

@@ -152,7 +152,9 @@ class Problem:
         ``"expected"`` (:class:`ExpectedLoss`) minimises ``U(A)``; ``"worst"``
         (:class:`WorstCaseLoss`) minimises the largest expected loss of a row
         ``max_{(s,x): π[s,x]>0} Σ_y A[s,x,y] L[x,y]``; ``"entry"`` (:class:`LargestEntry`) the
-        largest weighted entry ``max_{(s,x): π[s,x]>0, y} L[x,y] A[s,x,y]``. Stored as the object.
+        largest weighted entry ``max_{(s,x): π[s,x]>0, y} L[x,y] A[s,x,y]``; ``"transport"``
+        (:class:`TransportLoss`, or ``{"kind": "transport", "laws": "items"}``) the transport
+        cost under the loss between input laws and their output laws. Stored as the object.
     """
 
     inputs: Domain
@@ -240,6 +242,8 @@ class Problem:
         object.__setattr__(
             self, "constraints", tuple(self._check_constraint(i, c) for i, c in enumerate(self.constraints))
         )
+        if self.objective.transport:
+            self.objective.transport_laws(self)  # "items" needs items: one line, before any solve
 
     # -- validation -------------------------------------------------------------------------
 

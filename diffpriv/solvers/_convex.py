@@ -40,10 +40,17 @@ because every law here sums to 1 by the row constraints. An output only ``Q`` ca
 out (Hellinger with ``ε ≥ 1``, a Rényi bound ``e^{(α−1)ε}`` beyond float64). ``cp.geo_mean``
 with ``axis`` is avoided on purpose: in cvxpy 1.9.3 its canonicalisation returned a strictly
 suboptimal point reported "optimal" on a 4-output test; the explicit cones above do not.
+A Wasserstein budget (``wasserstein``) is linear: per comparison a coupling ``π_k ≥ 0`` of
+``P_k`` and ``Q_k`` with ``⟨π_k, d^α⟩ ≤ ε_k^α``.
 
 Objectives as in the LP: ``Σ π L A`` (expected); an epigraph ``t ≥ 0`` over the row losses of
 rows with ``π > 0`` (worst) or over their weighted entries ``L[x, y] A[s, x, y]`` with ``L ≠ 0``
-(entry).
+(entry); ``Σ_k shares[k] Σ L[x, y] γ_k[x, y]`` over one plan ``γ_k ≥ 0`` per law of
+:meth:`~diffpriv.problems._objectives.TransportLoss.transport_laws` (``rows [K, S, X]``,
+``inputs [K, X]``, ``shares [K]``; ``γ_k``: the inputs with ``inputs[k, x] > 0`` by outputs)
+with ``Σ_y γ_k[x, y] = inputs[k, x]`` and ``Σ_x γ_k[x, y] = Σ_{s,x} rows[k, s, x] A[s, x, y]``
+(transport; ``laws = "prior"``: one law, ``rows = π``). Any objective goes with any
+constraint.
 
 Tolerances: CLARABEL's defaults (relative and absolute gap and feasibility ``1e-8``), which
 the caller can override through ``options``; only an ``"optimal"`` status is accepted. The
@@ -71,6 +78,9 @@ __all__ = ["ConvexResult", "ConvexSolveError", "solve_convex"]
 
 _SYMMETRIC = ("tv", "hellinger")
 """Divergences with ``D(P‖Q) = D(Q‖P)``: one direction settles both (and Rényi of order ½)."""
+
+_HANDLED = "'expected', 'worst', 'entry' and 'transport'"
+"""The objectives :func:`solve_convex` handles, as its error message lists them."""
 
 
 class ConvexSolveError(RuntimeError):
@@ -318,9 +328,11 @@ def _wasserstein_rows(cp, block: Block, mp, mq, v, eps: np.ndarray, n_out: int) 
 
 
 def _objective(cp, problem: Problem, v, s, x, y) -> tuple[Any, list]:
-    """The cvxpy objective expression and its epigraph constraints."""
+    """The cvxpy objective expression and its epigraph (or transport plan) constraints."""
     epigraph = problem.objective.epigraph
     weights = problem.loss[x, y]
+    if problem.objective.transport:
+        return _transport(cp, problem, v, s, x, y)
     if not epigraph:
         return problem.prior[s, x] * weights @ v, []
     n_prof, n_in, n_out = problem.shape
@@ -335,8 +347,26 @@ def _objective(cp, problem: Problem, v, s, x, y) -> tuple[Any, list]:
     if epigraph == "entries":
         on = np.flatnonzero(active)
         return t, ([cp.multiply(weights[on], v[on]) <= t] if on.size else [])
-    raise SpecError(f"objective: the convex reference handles 'expected', 'worst' and 'entry', "
+    raise SpecError(f"objective: the convex reference handles {_HANDLED}, "
                     f"not {problem.objective.kind!r}")
+
+
+def _transport(cp, problem: Problem, v, s, x, y) -> tuple[Any, list]:
+    """``Σ_k shares[k] Σ L[x, y] γ_k[x, y]`` over plans ``γ_k [X_k, Y] ≥ 0`` (``X_k``: the inputs
+    with ``inputs[k, x] > 0``) with row sums ``inputs[k]`` and column sums
+    ``ν_k(A) = Σ_{s,x} rows[k,s,x] A[s,x,·]``, one per law of ``transport_laws``."""
+    n_out = problem.shape[2]
+    law_rows, inputs, shares = problem.objective.transport_laws(problem)
+    costs, constraints = [], []
+    for rows, lam, share in zip(law_rows, inputs, shares, strict=True):
+        plan_x = np.flatnonzero(lam > 0)
+        gamma = cp.Variable((plan_x.size, n_out), nonneg=True)
+        weight = rows[s, x]
+        on = np.flatnonzero(weight)
+        law = scipy.sparse.coo_array((weight[on], (y[on], on)), shape=(n_out, v.shape[0])).tocsr()
+        costs.append(share * cp.sum(cp.multiply(problem.loss[plan_x], gamma)))
+        constraints += [cp.sum(gamma, axis=1) == lam[plan_x], cp.sum(gamma, axis=0) == law @ v]
+    return cp.sum(cp.hstack(costs)) if len(costs) > 1 else costs[0], constraints
 
 
 def solve_convex(
@@ -347,7 +377,8 @@ def solve_convex(
     Args:
       problem: the design problem: any constraint (max-divergence, hockey-stick and the
         divergences ``kl``, ``reverse_kl``, ``tv``, ``chi2``, ``hellinger``, ``renyi``, in one
-        or both directions), objective ``"expected"``, ``"worst"`` or ``"entry"``.
+        or both directions), Wasserstein budgets; objective ``"expected"``, ``"worst"``,
+        ``"entry"`` or ``"transport"``.
       solver: a cvxpy solver name (default ``"CLARABEL"``; it must handle the cones the
         problem's divergences need, e.g. ``"SCS"``; ``"HIGHS"`` only for linear problems).
       verbose: print the solver's log.
@@ -358,7 +389,7 @@ def solve_convex(
 
     Raises:
       ImportError: cvxpy is not installed.
-      SpecError: the objective is not one of the three above (one line).
+      SpecError: the objective is not one of the four above (one line).
       ValueError: a block names a divergence not handled here, or ``e^ε`` overflows float64
         for a max-divergence or hockey-stick budget.
       ConvexSolveError: the solver stopped without an optimal solution (infeasible,
@@ -370,7 +401,7 @@ def solve_convex(
       0.5
     """
     if not isinstance(problem.objective, LINEAR):
-        raise SpecError(f"objective: the convex reference handles 'expected', 'worst' and 'entry', "
+        raise SpecError(f"objective: the convex reference handles {_HANDLED}, "
                         f"not {problem.objective.kind!r}")
     cp = _import_cvxpy()
     start = time.perf_counter()

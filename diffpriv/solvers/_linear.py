@@ -28,6 +28,15 @@ of shape ``[R]``) or the weighted entries ``ℓ_{r,y} = L[x_r, y] A[r, y]`` (lar
 of shape ``[R, Y]``), over rows of positive prior. Which one is static: the shape of
 ``row_active``, ``[R]`` or ``[R, Y]``.
 
+**Transport objective** (:class:`~diffpriv.TransportLoss`, laws ``λ_k`` with shares ``c_k``):
+the table gets ``X`` more rows per law, a row-stochastic plan table ``B_k`` ``[X, Y]`` (after
+the ``R`` rows of ``A``, every output allowed) with cost ``c_k λ_k[x] L[x, y]`` (the rows of
+``A`` cost 0), and one more mixture comparison per law at ``ε = δ = 0`` between the output law
+``A#λ_k`` and ``Σ_x λ_k[x] B_k[x,·]``: both ratio bounds at ``e^0`` make the two laws equal, so
+``γ_k = λ_k ⊙ B_k`` is a coupling of ``λ_k`` and its output law, and the minimum over the plans
+of the cost is the transport cost. The problem stays an LP and every bound below holds for it
+unchanged. :func:`table_rows` gives the number of rows.
+
 Weak duality: for any ``u ≥ 0`` of shape ``[M, Y]`` (and ``ν ≥ 0`` for an epigraph objective)::
 
     OPT ≥ Σ_r min_{y allowed} (C + Gᵀu)[r, y] − Σ_i δ_i max(0, max_y u[i, y])
@@ -55,7 +64,7 @@ from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is ma
 
 __all__ = ["LinearData", "Operator", "linear_data", "tighten", "operator", "lower_bound",
            "sparse_matrix", "largest_objective", "proves_infeasible", "lower_bound_by_columns",
-           "incidence", "epigraph_values", "epigraph_weights", "epigraph_norm"]
+           "incidence", "epigraph_values", "epigraph_weights", "epigraph_norm", "table_rows"]
 
 
 class LinearData(NamedTuple):
@@ -171,6 +180,11 @@ def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = 
     """
     require_linear(problem, "optimizer", blocks=not nonlinear)
     ns, nx, ny = problem.shape
+    plan = problem.objective.transport  # X rows of a transport plan after the table's (docstring)
+    if plan and (outputs is not None or compact):
+        raise ValueError("optimizer: the transport objective needs the whole table (no column "
+                         "slices, no compact plan)")
+    n_rows = table_rows(problem)
     cols = slice(None) if outputs is None else outputs
     blocks = tuple(b for b in problem.blocks() if b.linear)
     pairs = [b for b in blocks if isinstance(b, PairBlock)]
@@ -187,30 +201,47 @@ def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = 
     pair_b = cat([r[1] for r in rows], dtype=np.int64)
 
     def dense(s, w):
-        out = np.zeros((w.shape[0], ns, nx))
+        out = np.zeros((w.shape[0], n_rows // nx, nx))
         out[np.arange(w.shape[0]), s] = w / w.sum(axis=1, keepdims=True)
-        return out.reshape(w.shape[0], ns * nx)
+        return out.reshape(w.shape[0], n_rows)
 
-    mix_a = cat([dense(b.sa, b.wa) for b in mixes], (0, ns * nx))
-    mix_b = cat([dense(b.sb, b.wb) for b in mixes], (0, ns * nx))
+    mix_a = cat([dense(b.sa, b.wa) for b in mixes], (0, n_rows))
+    mix_b = cat([dense(b.sb, b.wb) for b in mixes], (0, n_rows))
+    mix_eps = cat([b.eps for b in mixes])
+    mix_delta = cat([np.full(b.size, b.delta) for b in mixes])
     loss = problem.loss[:, cols]
     if problem.support is None:
         mask = np.ones((ns * nx, 1 if compact else loss.shape[1]), dtype=bool)
     else:
         mask = problem.support[..., cols].reshape(ns * nx, -1)
     as_ = lambda a: jnp.asarray(a, dtype=dtype)  # noqa: E731
-    cost = as_((problem.prior[:, :, None] * loss[None]).reshape(ns * nx, -1))
-    if compact and not problem.objective.epigraph:
-        row_loss = jnp.zeros((ns * nx, 1), dtype=dtype)
-    else:
-        row_loss = as_(np.broadcast_to(loss, (ns, *loss.shape)).reshape(ns * nx, -1))
-    if compact and mask.all():
-        mask = np.ones((ns * nx, 1), dtype=bool)
+    cost = (problem.prior[:, :, None] * loss[None]).reshape(ns * nx, -1)
     active = problem.prior.reshape(-1) > 0
+    if plan:  # the plans' rows B_k [X, Y], and the marginal comparisons A#λ_k = λ_kᵀ B_k
+        lifts, laws, shares = problem.objective.transport_laws(problem)
+        k = shares.size
+        cost = np.concatenate([np.zeros_like(cost), *(c * lam[:, None] * loss
+                                                      for lam, c in zip(laws, shares, strict=True))])
+        mask = np.concatenate([np.broadcast_to(mask, (ns * nx, loss.shape[1])),
+                               np.ones((k * nx, loss.shape[1]), dtype=bool)])
+        active = np.concatenate([active, laws.ravel() > 0])
+        plans = np.zeros((k, k, nx))
+        plans[np.arange(k), np.arange(k)] = laws
+        table_side = np.concatenate([lifts.reshape(k, -1), np.zeros((k, k * nx))], axis=1)
+        plan_side = np.concatenate([np.zeros((k, ns * nx)), plans.reshape(k, -1)], axis=1)
+        mix_a, mix_b = np.concatenate([mix_a, table_side]), np.concatenate([mix_b, plan_side])
+        mix_eps, mix_delta = np.append(mix_eps, np.zeros(k)), np.append(mix_delta, np.zeros(k))
+    cost = as_(cost)
+    if compact and not problem.objective.epigraph:
+        row_loss = jnp.zeros((n_rows, 1), dtype=dtype)
+    else:
+        row_loss = as_(np.broadcast_to(loss, (n_rows // nx, *loss.shape)).reshape(n_rows, -1))
+    if compact and mask.all():
+        mask = np.ones((n_rows, 1), dtype=bool)
     if problem.objective.epigraph == "entries":
-        active = active[:, None] & np.broadcast_to(mask, (ns * nx, loss.shape[1]))
-    index = jnp.int32 if ns * nx < 2**31 and pair_a.size < 2**31 else jnp.int64
-    inc, side = incidence(pair_a, pair_b, ns * nx)
+        active = active[:, None] & np.broadcast_to(mask, (n_rows, loss.shape[1]))
+    index = jnp.int32 if n_rows < 2**31 and pair_a.size < 2**31 else jnp.int64
+    inc, side = incidence(pair_a, pair_b, n_rows)
     return LinearData(
         pair_a=jnp.asarray(pair_a, dtype=index),
         pair_b=jnp.asarray(pair_b, dtype=index),
@@ -220,8 +251,8 @@ def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = 
         pair_delta=as_(cat([np.full(b.size, b.delta) for b in pairs])),
         mix_a=as_(mix_a),
         mix_b=as_(mix_b),
-        mix_eps=as_(cat([b.eps for b in mixes])),
-        mix_delta=as_(cat([np.full(b.size, b.delta) for b in mixes])),
+        mix_eps=as_(mix_eps),
+        mix_delta=as_(mix_delta),
         cost=cost,
         row_loss=row_loss,
         row_active=jnp.asarray(active),
@@ -269,8 +300,20 @@ def epigraph_norm(data: LinearData) -> jax.Array:
     return (jnp.sum(loss, axis=1) if data.row_active.ndim == 1 else loss) + 1.0
 
 
+def table_rows(problem: Problem) -> int:
+    """Rows of the solvers' flattened table: ``S·X``, and ``X`` more per law of the transport
+    objective (its plans, module docstring)."""
+    ns, nx, _ = problem.shape
+    laws = problem.objective.transport_laws(problem)[2].size if problem.objective.transport else 0
+    return (ns + laws) * nx
+
+
 def largest_objective(problem: Problem) -> float:
-    """The largest objective any table on the support can have."""
+    """The largest objective any table on the support can have (for the transport objective:
+    any plan ``B``, whose rows may use every output)."""
+    if problem.objective.transport:
+        _, laws, shares = problem.objective.transport_laws(problem)
+        return float(shares @ laws @ problem.loss.max(axis=1))
     worst_row = np.max(np.where(problem.support_mask(), problem.loss[None], 0.0), axis=-1)  # [S, X]
     if problem.objective.epigraph:
         return float(worst_row[problem.prior > 0].max())

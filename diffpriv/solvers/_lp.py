@@ -3,12 +3,17 @@
 Every constraint diffpriv expands into comparisons (pure and approximate DistP, local DP,
 extended DP, profile edges) is linear in the table once the hockey-stick divergence gets one
 auxiliary variable per output, and every objective is linear (the worst case and the largest
-entry with one epigraph variable). So the exact optimum is the LP below, solved with
-``scipy.optimize.linprog`` (HiGHS) on sparse matrices. It is the yardstick for the optimizer.
-numpy and scipy only.
+entry with one epigraph variable, the transport loss with a transport plan). So the exact
+optimum is the LP below, solved with ``scipy.optimize.linprog`` (HiGHS) on sparse matrices. It
+is the yardstick for the optimizer. numpy and scipy only.
 
 Variables: ``A[s, x, y]`` where the support mask allows it; ``z[k, d, y] ≥ 0`` for comparisons
-with ``δ_k > 0``; ``t`` for the worst-case objective. Rows, with ``P_k = wa[k] @ A[sa[k]]``,
+with ``δ_k > 0``; ``t`` for the worst-case and largest-entry objectives; for the transport
+objective, per law ``k`` of :meth:`~diffpriv.problems._objectives.TransportLoss.transport_laws`
+(``rows [K, S, X]``, ``inputs [K, X]``, ``shares [K]``), a conditional plan ``B_k[x, y] ≥ 0`` for
+every input with ``inputs[k, x] > 0`` and every output (the plan is ``γ_k = inputs[k] ⊙ B_k``;
+below in terms of ``γ_k``, which is how the rows read, each row over ``x`` scaled by
+``inputs[k, x]``). Rows, with ``P_k = wa[k] @ A[sa[k]]``,
 ``Q_k = wb[k] @ A[sb[k]]`` and direction ``d = 0`` comparing ``(P, Q)``, ``d = 1`` ``(Q, P)``:
 
 * ``Σ_y A[s, x, y] = 1`` for every ``(s, x)``;
@@ -17,7 +22,12 @@ with ``δ_k > 0``; ``t`` for the worst-case objective. Rows, with ``P_k = wa[k] 
   hold for every non-negative table and are left out;
 * ``Σ_y A[s, x, y] L[x, y] − t ≤ 0`` for every ``(s, x)`` with ``π[s, x] > 0`` (worst case), or
   ``L[x, y] A[s, x, y] − t ≤ 0`` for every such row and every allowed ``y`` with ``L[x, y] > 0``
-  (largest entry).
+  (largest entry);
+* transport (objective ``Σ_k shares[k] Σ_{x,y} L[x, y] γ_k[x, y]``): ``Σ_y γ_k[x, y] =
+  inputs[k, x]`` for every input of positive weight and ``Σ_x γ_k[x, y] − Σ_{s,x} rows[k, s, x]
+  A[s, x, y] = 0`` for every output (plan ``k``'s second marginal is law ``k``'s output law
+  ``ν_k(A)``; per law one of these equalities is implied by the others, which HiGHS's presolve
+  handles). With ``laws = "prior"``: one law, ``rows = π``, ``inputs = λ = Σ_s π[s, ·]``.
 """
 
 from __future__ import annotations
@@ -51,7 +61,8 @@ class ReferenceResult:
     Attributes:
       table: ``[n_profiles, n_in, n_out]`` float64 row-stochastic optimal table (HiGHS's solution,
         clipped at 0 and renormalised per row; zero outside the support).
-      value: the optimal objective value reported by HiGHS (expected or worst-case loss).
+      value: the optimal objective value reported by HiGHS (the problem's objective: expected or
+        worst-case loss, largest entry, transport loss).
       status: HiGHS's status message.
       seconds: wall-clock time of building and solving the LP.
       multipliers: ``[K, 2, n_out]`` Lagrange multipliers ``μ ≥ 0`` of the privacy rows
@@ -63,11 +74,22 @@ class ReferenceResult:
       row_weights: ``[n_profiles, n_in]`` weights ``ρ`` of the row losses in the Lagrangian: the
         prior for the expected objective, the multipliers of the epigraph rows for the worst case;
         for the largest entry ``[n_profiles, n_in, n_out]``, the multipliers of the entries'
-        epigraph rows (the Lagrangian's cost is then ``ρ ⊙ L``).
+        epigraph rows (the Lagrangian's cost is then ``ρ ⊙ L``); the prior for the transport
+        loss, which the bound below does not use (its Lagrangian's cost is
+        ``Σ_l rows[l,s,x] φ[l,y]``, see ``potential``).
+      potential: transport objective only (else ``None``): ``[L, n_out]``, one row per law ``l``
+        of ``problem.objective.transport_laws(problem)`` (``rows [L, S, X]``, ``inputs [L, X]``,
+        ``shares [L]``; ``L = 1`` for ``laws = "prior"``): the multipliers ``φ[l]`` of the
+        marginal rows ``Σ_x γ_l[x,y] = ν_l[y](A)``, HiGHS's marginals as they are (so scaled by
+        the law's share: ``φ[l] / shares[l]`` is a Kantorovich potential on the outputs).
 
     Weak duality: for every table in the support,
     ``value ≥ Σ_{s,x} min_y (ρ[s,x] L[x,y] + Σ_{k,d} μ[k,d,y] c_{k,d}[s,x,y]) − Σ_{k,d} ν[k,d] δ_k``
-    where ``c_{k,d}[s,x,y]`` is the coefficient of ``A[s,x,y]`` in row ``(k, d, y)``; with the
+    where ``c_{k,d}[s,x,y]`` is the coefficient of ``A[s,x,y]`` in row ``(k, d, y)``; for the
+    transport loss, for every ``φ [L, n_out]``,
+    ``value ≥ Σ_l Σ_x inputs[l,x] min_y (shares[l] L[x,y] − φ[l,y])
+    + Σ_{s,x} min_y (Σ_l rows[l,s,x] φ[l,y] + Σ_{k,d} μ[k,d,y] c_{k,d}[s,x,y]) − Σ_{k,d} ν[k,d] δ_k``
+    (one law: ``Σ_x λ[x] min_y (L[x,y] − φ[y]) + Σ_{s,x} min_y (π[s,x] φ[y] + …)``). With the
     multipliers returned here the bound is tight up to the solver's tolerance.
     """
 
@@ -78,6 +100,7 @@ class ReferenceResult:
     multipliers: np.ndarray
     delta_multipliers: np.ndarray
     row_weights: np.ndarray
+    potential: np.ndarray | None = None
 
 
 class _LinearProgram(NamedTuple):
@@ -89,6 +112,7 @@ class _LinearProgram(NamedTuple):
     privacy_rows: np.ndarray  # [m1] flat index k * 2 * n_out + d * n_out + y of each privacy row
     delta_rows: np.ndarray  # [m2] flat index k * 2 + d of each Σ z ≤ δ row
     loss_rows: np.ndarray  # [m3] flat index s * n_in + x (entries: (s * n_in + x) * n_out + y)
+    n_marginal: int  # the last n_marginal equality rows: transport marginal rows (0 or L · n_out)
 
 
 def _sides(block: Block, n_in: int):
@@ -166,7 +190,14 @@ def _build(problem: Problem, blocks: tuple[Block, ...]) -> _LinearProgram:
     n_z = with_z.size
     delta_rows, z_group = np.unique(privacy_rows[with_z] // n_out, return_inverse=True)
     worst = problem.objective.epigraph
-    n_vars = n_table + n_z + int(bool(worst))
+    if problem.objective.transport:
+        law_rows, inputs, shares = problem.objective.transport_laws(problem)
+    else:
+        law_rows, inputs, shares = np.zeros((0, n_prof, n_in)), np.zeros((0, n_in)), np.zeros(0)
+    plan_k, plan_x = np.nonzero(inputs > 0)  # the plans' rows (law, input), law by law
+    n_plan = plan_x.size * n_out
+    t_col = n_table + n_z  # the epigraph variable t, if any
+    n_vars = t_col + int(bool(worst)) + n_plan
 
     priv = priv.tocoo()
     m1, m2 = priv.shape[0], delta_rows.size
@@ -191,11 +222,11 @@ def _build(problem: Problem, blocks: tuple[Block, ...]) -> _LinearProgram:
         entry_row = row_index[flat]
         on = (entry_row >= 0) & (problem.loss[x, y] != 0)
         rows += [m1 + m2 + entry_row[on], m1 + m2 + np.arange(loss_rows.size)]
-        cols += [np.flatnonzero(on), np.full(loss_rows.size, n_vars - 1)]
+        cols += [np.flatnonzero(on), np.full(loss_rows.size, t_col)]
         vals += [problem.loss[x, y][on], -np.ones(loss_rows.size)]
         b_ub.append(np.zeros(loss_rows.size))
-        c[-1] = 1.0
-    else:
+        c[t_col] = 1.0
+    elif not n_plan:
         c[:n_table] = problem.prior[s, x] * problem.loss[x, y]
 
     b_ub_all = np.concatenate(b_ub)
@@ -205,12 +236,38 @@ def _build(problem: Problem, blocks: tuple[Block, ...]) -> _LinearProgram:
             (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
             shape=(b_ub_all.size, n_vars),
         ).tocsr()
+    eq_rows, eq_cols, eq_vals = [s * n_in + x], [np.arange(n_table)], [np.ones(n_table)]
+    b_eq = [np.ones(n_prof * n_in)]
+    n_marginal = 0
+    # The plans enter as conditional tables B_k = γ_k / λ_k (rows summing to 1): with γ_k itself,
+    # an item law with entries ~1e-10 (the Gaussian items of configs/quickstart.toml) made HiGHS
+    # report the LP infeasible.
+    if n_plan:  # B_k[x, y] ((k, x) = (plan_k[i], plan_x[i])) in column n_vars − n_plan + i * n_out + y
+        n_laws = inputs.shape[0]
+        i, yy = np.divmod(np.arange(n_plan), n_out)
+        plan_cols = n_vars - n_plan + np.arange(n_plan)
+        first, n_marginal = n_prof * n_in, n_laws * n_out
+        marginal = first + plan_x.size  # row of (law k, output y): marginal + k * n_out + y
+        weight = inputs[plan_k[i], plan_x[i]]  # λ_k[x] of each plan entry
+        c[plan_cols] = shares[plan_k[i]] * weight * problem.loss[plan_x[i], yy]
+        # − Σ_{s,x} rows[k,s,x] A[s,x,y]: every table variable of every row a law weighs.
+        law_k, law_r = np.nonzero(law_rows.reshape(n_laws, n_prof * n_in))
+        a_cols = var.reshape(n_prof * n_in, n_out)[law_r]  # [n, n_out]
+        a_rows = marginal + (law_k * n_out)[:, None] + np.arange(n_out)
+        a_vals = np.broadcast_to(-law_rows.reshape(n_laws, -1)[law_k, law_r][:, None], a_cols.shape)
+        keep = a_cols >= 0
+        eq_rows += [first + i, marginal + plan_k[i] * n_out + yy, a_rows[keep]]
+        eq_cols += [plan_cols, plan_cols, a_cols[keep]]
+        eq_vals += [np.ones(n_plan), weight, a_vals[keep]]
+        b_eq += [np.ones(plan_x.size), np.zeros(n_marginal)]
+    b_eq_all = np.concatenate(b_eq)
     a_eq = scipy.sparse.coo_array(
-        (np.ones(n_table), (s * n_in + x, np.arange(n_table))), shape=(n_prof * n_in, n_vars)
+        (np.concatenate(eq_vals), (np.concatenate(eq_rows), np.concatenate(eq_cols))),
+        shape=(b_eq_all.size, n_vars),
     ).tocsr()
     return _LinearProgram(
-        c, a_ub, b_ub_all if a_ub is not None else None, a_eq, np.ones(n_prof * n_in),
-        privacy_rows, delta_rows, loss_rows,
+        c, a_ub, b_ub_all if a_ub is not None else None, a_eq, b_eq_all,
+        privacy_rows, delta_rows, loss_rows, n_marginal,
     )
 
 
@@ -220,7 +277,8 @@ def solve_lp(
     """Solves ``problem`` exactly as a linear program with HiGHS.
 
     Args:
-      problem: the design problem (any objective; every constraint kind is linear here).
+      problem: the design problem (objective ``"expected"``, ``"worst"``, ``"entry"`` or
+        ``"transport"``; every constraint must be linear: max-divergence or hockey-stick).
       time_limit: optional HiGHS time limit in seconds (HiGHS may finish a solve that takes
         less than about 0.05 s regardless).
       method: the ``scipy.optimize.linprog`` HiGHS method. The default interior point method
@@ -230,12 +288,14 @@ def solve_lp(
         objectives; measured on 2 CPU cores).
 
     Returns:
-      The optimal table, its objective value and the Lagrange multipliers of the privacy rows.
+      The optimal table, its objective value and the Lagrange multipliers of the privacy rows
+      (and, for the transport loss, the potentials of the marginal rows, one per law).
 
     Raises:
       ReferenceSolveError: if HiGHS stops without an optimal solution (infeasible, time limit, ...).
       ValueError: if some ``e^ε`` overflows float64.
       SizeError: the LP would need more memory than is available (a one-line message).
+      SpecError: the objective or a constraint is not linear (a one-line message).
 
     Example:
       >>> from diffpriv.problems._known import k_rr_problem
@@ -282,6 +342,10 @@ def solve_lp(
             row_weights = np.zeros(int(np.prod(shape)))
             row_weights[lp.loss_rows] = duals[m1 + m2 :]
             row_weights = row_weights.reshape(shape)
+    potential = None
+    if lp.n_marginal:
+        potential = np.asarray(res.eqlin.marginals, dtype=np.float64)[-lp.n_marginal :]
+        potential = potential.reshape(-1, n_out).copy()
     return ReferenceResult(
         table=table,
         value=float(res.fun),
@@ -290,4 +354,5 @@ def solve_lp(
         multipliers=multipliers.reshape(k_size, 2, n_out),
         delta_multipliers=delta_multipliers.reshape(k_size, 2),
         row_weights=row_weights,
+        potential=potential,
     )

@@ -115,6 +115,17 @@ def _nonlinear_violation(data: LinearData, nl: DivergenceData, kinds, table: np.
 
 
 
+def _divergence_data(problem: Problem, n_rows: int):
+    """:func:`._divergence.divergence_data`, its weights padded to the solvers' ``n_rows`` rows
+    (the transport objective's plan rows take no part in the divergences)."""
+    nl, kinds = divergence_data(problem)
+
+    def pad(ws):
+        return tuple(jnp.pad(w, ((0, 0), (0, n_rows - w.shape[1]))) for w in ws)
+
+    return nl._replace(wa=pad(nl.wa), wb=pad(nl.wb)), kinds
+
+
 def run_nonlinear(opt, problem: Problem, seed: int):
     """Optimizes ``problem`` (with divergence constraints) under the settings of ``opt`` (an
     :class:`~diffpriv.solvers._optimizer.Optimizer`); returns its ``OptimizeResult``.
@@ -129,13 +140,13 @@ def run_nonlinear(opt, problem: Problem, seed: int):
     chunk moved the objective by less than ``STALL · gap_tol`` or threw the table off
     (``"stalled"``: the bound is looser than the table), or when ``steps`` ran out.
     """
-    from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult, _check_finite
+    from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult, _check_finite, the_table
 
     start, compiled = time.perf_counter(), _COMPILE_SECONDS[0]
     worst = problem.objective.epigraph
     true_data = linear_data(problem, nonlinear=True)
     data = tighten(true_data)
-    true_nl, kinds = divergence_data(problem)
+    true_nl, kinds = _divergence_data(problem, true_data.cost.shape[0])
     nl = true_nl._replace(eps=tuple(e * (1.0 - NONLINEAR_TIGHTEN) for e in true_nl.eps))
     state = _al_init_jit(data, jax.random.PRNGKey(seed), nl)
     done, status, bound, best, last = 0, "step limit", -np.inf, None, None
@@ -145,9 +156,9 @@ def run_nonlinear(opt, problem: Problem, seed: int):
         table, mu, nu, lam = al_output(data, state, worst)
         bound = max(bound, float(_nonlinear_bound_jit(true_data, mu, nu, worst, true_nl, kinds,
                                                       table, lam)))
-        table = np.asarray(table, np.float64).reshape(problem.shape)
+        table = np.asarray(table, np.float64)
         key = (_nonlinear_violation(true_data, true_nl, kinds, table) > NONLINEAR_VIOL_TOL,
-               problem.objective_value(table))
+               problem.objective_value(the_table(problem, table)))
         if best is None or key < best[0]:
             best = (key, table)
         if not best[0][0] and _relative_gap(best[0][1], bound) <= opt.gap_tol:
@@ -159,12 +170,12 @@ def run_nonlinear(opt, problem: Problem, seed: int):
             status = "stalled"  # no progress, or a round threw the table off: keep the best
             break
         last = key
-    table = best[1]
-    table = np.array(table, dtype=np.float64).reshape(problem.shape)
-    table /= table.sum(axis=-1, keepdims=True)
-    _check_finite(table)
+    rows = np.array(best[1], dtype=np.float64)
+    rows /= rows.sum(axis=-1, keepdims=True)
+    _check_finite(rows)
+    viol = _nonlinear_violation(true_data, true_nl, kinds, rows)
+    table = the_table(problem, rows)
     obj = problem.objective_value(table)
-    viol = _nonlinear_violation(true_data, true_nl, kinds, table)
     if bool(proves_infeasible(true_data, bound)):
         status = "infeasible"
     return OptimizeResult(
@@ -183,12 +194,15 @@ def batch_nonlinear(opt, problem: Problem, scales, seed: int) -> tuple[np.ndarra
     Y], lower_bounds [B])``; the tables are the last chunk's (not certified)."""
     worst = problem.objective.epigraph
     base = linear_data(problem, nonlinear=True)
-    nl, kinds = divergence_data(problem)
+    nl, kinds = _divergence_data(problem, base.cost.shape[0])
     scales = jnp.asarray(scales, dtype=base.cost.dtype)
     chunks = max(1, -(-opt.steps // (NONLINEAR_CHUNK * NONLINEAR_INNER)))
     tables, bounds = _batch_jit(base, nl, scales, jax.random.PRNGKey(seed), worst, kinds, chunks)
-    tables = np.array(tables, dtype=np.float64).reshape((len(scales), *problem.shape))
-    return tables / tables.sum(axis=-1, keepdims=True), np.asarray(bounds)
+    from diffpriv.solvers._optimizer import the_table
+
+    tables = np.array(tables, dtype=np.float64)
+    tables = np.stack([the_table(problem, t) for t in tables / tables.sum(axis=-1, keepdims=True)])
+    return tables, np.asarray(bounds)
 
 
 @jax.jit(static_argnums=(4, 5, 6))

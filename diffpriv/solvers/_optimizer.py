@@ -151,6 +151,9 @@ class Optimizer(Options):
                 raise SizeError("optimizer: this problem is too large for the augmented Lagrangian, "
                                 "which divergence constraints need")
             return run_nonlinear(self, problem, seed)
+        if lean and problem.objective.transport:
+            raise SizeError("objective: this problem is too large for the transport objective, "
+                            "whose plan needs the standard (float64) run")
         if lean and self.method != "pdhg":
             raise SizeError(f"optimizer.method: {self.method!r} needs more memory than this "
                             "problem leaves; use 'pdhg'")
@@ -237,15 +240,16 @@ class Optimizer(Options):
     def _pack(self, problem, data, true_data, table, u, lb, steps, start, seed, status, *,
               polishing):
         """Polishes ``table`` (``[R, Y]``) against the tightened budgets and packs the result."""
-        table = np.array(table, dtype=np.float64).reshape(problem.shape)  # a writable copy
-        table /= table.sum(axis=-1, keepdims=True)
-        _check_finite(table)
+        rows = np.array(table, dtype=np.float64).reshape(-1, problem.shape[-1])  # a writable copy
+        rows /= rows.sum(axis=-1, keepdims=True)
+        _check_finite(rows)
         g, delta = sparse_matrix(operator(data))
         if polishing and g.shape[0]:
-            table = polish(problem, table, g, delta, np.asarray(u))
-        obj = problem.objective_value(table)
+            rows = polish(problem, rows, g, delta, np.asarray(u))
         g, delta = sparse_matrix(operator(true_data))
-        viol = violation(g, delta, table.reshape(-1, table.shape[-1]))
+        viol = violation(g, delta, rows)
+        table = the_table(problem, rows)
+        obj = problem.objective_value(table)
         return OptimizeResult(
             table=table,
             objective=obj,
@@ -271,7 +275,10 @@ def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
     if log_table.shape != problem.shape:
         raise ValueError(f"init: shape {log_table.shape}, expected {problem.shape}")
     # Entries that are exactly zero start at a tiny probability, so PDHG can still move them.
-    logits = jnp.maximum(log_table.reshape(data.cost.shape), -50.0)
+    logits = jnp.maximum(log_table.reshape(-1, data.cost.shape[1]), -50.0)
+    if logits.shape[0] < data.cost.shape[0]:  # the transport objective's plan starts uniform
+        logits = jnp.concatenate([logits, jnp.zeros((data.cost.shape[0] - logits.shape[0],
+                                                     logits.shape[1]), logits.dtype)])
     return _pdhg.log_normalise(logits, data.mask)
 
 
@@ -341,7 +348,7 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     tables, lbs, us = _batch(batch, true_batch, jax.random.PRNGKey(seed), n_periods, opt.period,
                              problem.objective.epigraph, opt.omega, opt.omega_range, opt.jitter, slack,
                              opt.gap_tol, opt.viol_factor * opt.gap_tol)
-    tables = np.array(tables).reshape((len(scales), *problem.shape))
+    tables = np.array(tables, dtype=np.float64)
     tables = tables / tables.sum(-1, keepdims=True)
     _check_finite(tables)
     if opt.polish:
@@ -351,7 +358,7 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
             g, delta = sparse_matrix(operator(one))
             if g.shape[0]:
                 tables[b] = polish(problem, tables[b], g, delta, np.asarray(us[b]))
-    return tables, np.asarray(lbs)
+    return np.stack([the_table(problem, t) for t in tables]), np.asarray(lbs)
 
 
 @jax.jit(static_argnums=(3, 4, 5, 6, 7, 8, 9))
@@ -369,6 +376,13 @@ def _batch(batch, true_batch, key, n_periods, period, worst, omega, omega_range,
 
     axes = batch.batch_axes
     return jax.vmap(one, in_axes=(axes, axes))(batch, true_batch)
+
+
+def the_table(problem: Problem, rows: np.ndarray) -> np.ndarray:
+    """The table ``[S, X, Y]`` of the solvers' rows ``[R, Y]`` (the first ``S·X``: the transport
+    objective's plan rows follow them, :mod:`._linear`)."""
+    ns, nx, ny = problem.shape
+    return np.asarray(rows).reshape(-1, ny)[:ns * nx].reshape(problem.shape)
 
 
 def _check_finite(table: np.ndarray) -> None:
