@@ -184,7 +184,7 @@ def random_problem(
       epsilon: the DistP budget (default uniform in [0.1, 3]).
       delta: the DistP δ (pure by default).
       sparse: whether item distributions may have zeros (default: with probability 0.3 each).
-      objective: ``"expected"``, ``"worst"`` or ``"entry"``.
+      objective: the objective, as for :class:`~diffpriv.Problem` (``"expected"`` by default).
 
     Every generated problem is feasible: it has no support mask, and the constant table
     ``A[s, x, :] = ν`` gives every item and every input the same output law ``ν``, so every

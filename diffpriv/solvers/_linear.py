@@ -64,7 +64,7 @@ from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is ma
 
 __all__ = ["LinearData", "Operator", "linear_data", "tighten", "operator", "lower_bound",
            "sparse_matrix", "largest_objective", "proves_infeasible", "lower_bound_by_columns",
-           "incidence", "epigraph_values", "epigraph_weights", "epigraph_norm", "table_rows"]
+           "incidence", "epigraph_values", "epigraph_weights", "epigraph_norm", "table_rows", "the_table"]
 
 
 class LinearData(NamedTuple):
@@ -306,6 +306,13 @@ def table_rows(problem: Problem) -> int:
     ns, nx, _ = problem.shape
     laws = problem.objective.transport_laws(problem)[2].size if problem.objective.transport else 0
     return (ns + laws) * nx
+
+
+def the_table(problem: Problem, rows: np.ndarray) -> np.ndarray:
+    """The table ``[S, X, Y]`` of the solvers' rows ``[R, Y]`` (the first ``S·X``: the transport
+    objective's plan rows follow them, module docstring)."""
+    ns, nx, ny = problem.shape
+    return np.asarray(rows).reshape(-1, ny)[:ns * nx].reshape(problem.shape)
 
 
 def largest_objective(problem: Problem) -> float:

@@ -30,6 +30,7 @@ from diffpriv.solvers._linear import (
     operator,
     proves_infeasible,
     sparse_matrix,
+    the_table,
     tighten,
 )
 from diffpriv.solvers._polish import violation
@@ -140,7 +141,7 @@ def run_nonlinear(opt, problem: Problem, seed: int):
     chunk moved the objective by less than ``STALL · gap_tol`` or threw the table off
     (``"stalled"``: the bound is looser than the table), or when ``steps`` ran out.
     """
-    from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult, _check_finite, the_table
+    from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult, _check_finite
 
     start, compiled = time.perf_counter(), _COMPILE_SECONDS[0]
     worst = problem.objective.epigraph
@@ -198,8 +199,6 @@ def batch_nonlinear(opt, problem: Problem, scales, seed: int) -> tuple[np.ndarra
     scales = jnp.asarray(scales, dtype=base.cost.dtype)
     chunks = max(1, -(-opt.steps // (NONLINEAR_CHUNK * NONLINEAR_INNER)))
     tables, bounds = _batch_jit(base, nl, scales, jax.random.PRNGKey(seed), worst, kinds, chunks)
-    from diffpriv.solvers._optimizer import the_table
-
     tables = np.array(tables, dtype=np.float64)
     tables = np.stack([the_table(problem, t) for t in tables / tables.sum(axis=-1, keepdims=True)])
     return tables, np.asarray(bounds)

@@ -38,6 +38,7 @@ from diffpriv.solvers._linear import (
     operator,
     proves_infeasible,
     sparse_matrix,
+    the_table,
     tighten,
 )
 from diffpriv.solvers._nonlinear import batch_nonlinear, run_nonlinear
@@ -376,13 +377,6 @@ def _batch(batch, true_batch, key, n_periods, period, worst, omega, omega_range,
 
     axes = batch.batch_axes
     return jax.vmap(one, in_axes=(axes, axes))(batch, true_batch)
-
-
-def the_table(problem: Problem, rows: np.ndarray) -> np.ndarray:
-    """The table ``[S, X, Y]`` of the solvers' rows ``[R, Y]`` (the first ``S·X``: the transport
-    objective's plan rows follow them, :mod:`._linear`)."""
-    ns, nx, ny = problem.shape
-    return np.asarray(rows).reshape(-1, ny)[:ns * nx].reshape(problem.shape)
 
 
 def _check_finite(table: np.ndarray) -> None:
