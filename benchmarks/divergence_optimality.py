@@ -1,7 +1,8 @@
 """Optimality of the optimizer under divergence constraints, against the convex reference.
 
 For each constraint kind (divergence DistP in KL, reverse KL, TV, χ², Hellinger, Rényi ½ and 2;
-divergence DP in KL; extended DistP in KL with W1 and in Hellinger with W∞) and each seed, a
+divergence DP in KL; extended DistP in KL with W1 and in Hellinger with W∞; Wasserstein DP of
+orders 1 and 2 with outputs on a line and on a grid, and its distribution form) and each seed, a
 random problem (``dp.problems.random_problem``: 6 inputs, 6 outputs, three items, random loss
 and prior) gets that constraint in place of its own, with a budget drawn per seed. Reported per
 run: the certified loss of ``dp.design``'s table against the optimum of ``dp.solvers.convex``
@@ -43,8 +44,21 @@ KINDS = {
     "hellinger-xdistp-winf": lambda eps: dp.ExtendedDistP(pairs=((0, 1), (1, 2), (0, 2)),
                                                           divergence="hellinger", epsilon=eps / 4,
                                                           transport="winf"),
+    "wdp-line": lambda eps: dp.WassersteinDP(epsilon=eps),
+    "wdp2-line": lambda eps: dp.WassersteinDP(epsilon=eps, order=2.0),
+    "wdp-grid": lambda eps: dp.WassersteinDP(epsilon=eps),
+    "wdp2-grid": lambda eps: dp.WassersteinDP(epsilon=eps, order=2.0),
+    "wdistp-line": lambda eps: dp.WassersteinDistP(pairs=((0, 1), (1, 2)), epsilon=eps),
 }
 """Each kind, as a constraint of budget scale ``eps``."""
+
+OUTPUTS = {
+    "line": np.linspace(0.0, 1.0, 6)[:, None],
+    "grid": np.array([(i / 2, j) for i in range(3) for j in range(2)], dtype=np.float64),
+}
+"""Where the six outputs lie for the Wasserstein kinds (``-line``: evenly on [0, 1], where the
+optimizer uses the exact 1-D formula; ``-grid``: a 3×2 grid of the unit square under the
+Euclidean metric, where it uses the network simplex's potentials)."""
 
 
 def problem_for(kind: str, seed: int) -> dp.Problem:
@@ -52,7 +66,11 @@ def problem_for(kind: str, seed: int) -> dp.Problem:
     eps = float(np.random.default_rng(1000 + seed).uniform(0.02, 0.3))
     items = tuple(dp.Item(f"item{i}", np.random.default_rng(seed * 7 + i).dirichlet(np.ones(6)))
                   for i in range(3))
-    return dataclasses.replace(base, items=items, constraints=(KINDS[kind](eps),))
+    problem = dataclasses.replace(base, items=items, constraints=(KINDS[kind](eps),))
+    where = kind.rsplit("-", 1)[-1]
+    if where in OUTPUTS:
+        problem = dataclasses.replace(problem, outputs=dp.Domain(base.outputs.labels, coords=OUTPUTS[where]))
+    return problem
 
 
 def run(kind: str, seed: int) -> dict:

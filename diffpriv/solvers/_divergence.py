@@ -14,8 +14,10 @@ jointly convex, while ``D`` itself is only quasi-convex) and ``φ(D) = D`` other
 convex: the f-divergences, and Rényi for ``α < 1``); ``s_k = max(φ(ε_k), 10^-3)`` balances the
 constraints. The levels are the log-space JAX twins of the certifier's
 (:mod:`diffpriv.solvers._divergence_levels`). Wasserstein DP of order ``μ`` enters as
-``(W_μ^μ − ε^μ) / max(ε^μ, 10^-3)`` with the exact, differentiable 1-D formula (outputs on a
-line; another ground metric is refused with one line).
+``(W_μ^μ − ε^μ) / max(ε^μ, 10^-3)``: with the exact, differentiable 1-D formula when the outputs
+lie on a line under their distance, and on any other ground metric as ``⟨f, P⟩ + ⟨g, Q⟩`` with
+the optimal potentials of the exact transport problem (network simplex on the host,
+:func:`~._divergence_levels.exact_potentials`): the exact value, with a subgradient as gradient.
 
 **Lower bound.** For multipliers ``λ ≥ 0`` and any table ``A₀`` with positive laws, convexity
 gives ``g_k(A) ≥ g_k(A₀) + ⟨∇g_k(A₀), A − A₀⟩``, so the Lagrangian is bounded below by a function
@@ -26,7 +28,10 @@ linear in ``A``: together with the linear constraints' bound (:func:`._linear.lo
 
 (for the epigraph objectives, with the ``ν`` terms of :mod:`._linear`). It is tight at an
 optimal ``(A₀, u, λ)``. The gradient is taken through the log-laws, so it is finite wherever the
-laws are positive; columns no allowed entry reaches get none.
+laws are positive; columns no allowed entry reaches get none. A Wasserstein constraint is
+linearised by feasible potentials (``f ⊕ g ≤ d^μ``, c-transformed): ``W_μ^μ(P, Q) ≥ ⟨f, P⟩ + ⟨g, Q⟩``
+for every pair of laws (weak duality), for every order ``μ``, tight where the potentials are
+optimal.
 """
 
 from __future__ import annotations
@@ -38,10 +43,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from diffpriv.problems._blocks import MixtureBlock, PairBlock
-from diffpriv.problems._checks import SpecError
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
-from diffpriv.solvers._divergence_levels import divergence, log_lift, wasserstein_1d
+from diffpriv.solvers._divergence_levels import (
+    divergence,
+    exact_potentials,
+    line_potentials,
+    log_lift,
+    wasserstein_1d,
+)
 
 __all__ = ["DivergenceData", "Kind", "divergence_data", "frank_wolfe_bound", "linearized", "residuals"]
 
@@ -58,8 +68,9 @@ class DivergenceData(NamedTuple):
     wb: tuple  # per group [K, R]
     eps: tuple  # per group [K] budgets
     both: tuple  # per group [K] bool: both directions
-    order: tuple  # per group [Y] int: the outputs sorted along the line (Wasserstein; else [0])
-    points: tuple  # per group [Y] their coordinates, sorted (Wasserstein; else [0])
+    order: tuple  # per group [Y] int: the outputs, sorted along the line if on one (Wasserstein; else [0])
+    points: tuple  # per group [Y] their coordinates, sorted (Wasserstein on a line; else [0])
+    ground: tuple  # per group [Y, Y] the cost d^μ in that order (Wasserstein; else [1, 1])
 
     @property
     def size(self) -> int:
@@ -67,17 +78,17 @@ class DivergenceData(NamedTuple):
 
 
 def divergence_data(problem: Problem) -> tuple[DivergenceData, tuple[Kind, ...]]:
-    """The nonlinear blocks of ``problem`` as :class:`DivergenceData`, and their kinds."""
+    """The nonlinear blocks of ``problem`` as :class:`DivergenceData`, and their kinds (one group
+    per divergence, and per ground metric for Wasserstein blocks)."""
     ns, nx, _ = problem.shape
-    groups: dict[Kind, list] = {}
-    lines: dict[Kind, tuple] = {}
+    groups: dict[tuple, list] = {}
+    geometry: dict[tuple, tuple] = {}
     for block in problem.blocks():
         if block.linear:
             continue
         if block.divergence == "max":
             raise ValueError(f"optimizer: the one-way max-divergence of constraints[{block.constraint}] "
                              "is not supported; bound both directions (pure DistP)")
-        line = _line(problem, block)
         k = block.size
         wa, wb = np.zeros((k, ns * nx)), np.zeros((k, ns * nx))
         if isinstance(block, PairBlock):
@@ -88,32 +99,32 @@ def divergence_data(problem: Problem) -> tuple[DivergenceData, tuple[Kind, ...]]
             assert isinstance(block, MixtureBlock)
             for w, s, side in ((wa, block.sa, block.wa), (wb, block.sb, block.wb)):
                 w.reshape(k, ns, nx)[np.arange(k), s] = side / side.sum(axis=1, keepdims=True)
-        groups.setdefault((block.divergence, block.alpha), []).append(
+        key = (block.divergence, block.alpha, None if block.ground is None else block.ground.tobytes())
+        groups.setdefault(key, []).append(
             (wa, wb, np.asarray(block.eps, np.float64), np.full(k, not block.directed)))
-        lines[(block.divergence, block.alpha)] = line
-    kinds = tuple(groups)
-    parts = [tuple(np.concatenate(col) for col in zip(*groups[kind], strict=True)) for kind in kinds]
+        geometry[key] = _geometry(problem, block)
+    keys = tuple(groups)
+    parts = [tuple(np.concatenate(col) for col in zip(*groups[key], strict=True)) for key in keys]
     data = DivergenceData(*(tuple(jnp.asarray(p[i]) for p in parts) for i in range(4)),
-                          *(tuple(jnp.asarray(lines[kind][i]) for kind in kinds) for i in range(2)))
-    return data, kinds
+                          *(tuple(jnp.asarray(geometry[key][i]) for key in keys) for i in range(3)))
+    return data, tuple(key[:2] for key in keys)
 
 
-def _line(problem: Problem, block) -> tuple[np.ndarray, np.ndarray]:
-    """``(order, points)``: for a Wasserstein block, the outputs sorted along their line and their
-    coordinates (the JAX level is the exact 1-D formula, which needs a line metric); else empty."""
+def _geometry(problem: Problem, block) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(order, points, cost)`` of a Wasserstein block: the outputs sorted along their line and
+    their coordinates when the ground metric is the distance on a line (the exact 1-D formula
+    applies), else the identity order and no points; the cost ``d^μ`` in that order. Placeholders
+    for other divergences."""
     if block.divergence != "wasserstein":
-        return np.zeros(1, np.int64), np.zeros(1)
-    coords = problem.outputs.coords
-    on_line = coords is not None and coords.shape[1] == 1
+        return np.zeros(1, np.int64), np.zeros(1), np.zeros((1, 1))
+    coords, ground = problem.outputs.coords, np.asarray(block.ground, np.float64)
+    on_line = coords is not None and coords.shape[1] == 1 and coords.shape[0] > 1
     if on_line:
         x = coords[:, 0]
-        on_line = np.array_equal(block.ground, np.abs(x[:, None] - x[None, :]))
-    if not on_line:
-        raise SpecError(f"constraints[{block.constraint}]: the optimizer handles Wasserstein DP on "
-                        "outputs along a line (1-D coordinates, their distance); `diffpriv reference` "
-                        "(dp.solvers.convex) solves any ground metric")
-    order = np.argsort(x, kind="stable")
-    return order, x[order]
+        on_line = np.array_equal(ground, np.abs(x[:, None] - x[None, :]))
+    order = np.argsort(coords[:, 0], kind="stable") if on_line else np.arange(ground.shape[0])
+    points = coords[order, 0] if on_line else np.zeros(1)
+    return order, points, ground[np.ix_(order, order)] ** block.alpha
 
 
 def _phi(kind: Kind, d):
@@ -121,13 +132,21 @@ def _phi(kind: Kind, d):
     return jnp.exp((alpha - 1.0) * d) if name == "renyi" and alpha > 1 else d
 
 
-def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, log_rows):
+def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, ground, log_rows, minorant: bool):
     """``[K, 2]`` normalised residuals ``g_k`` of both directions (the second is −1 when the
-    comparison is directed)."""
+    comparison is directed). ``minorant`` (static): a Wasserstein group as its linear minorant by
+    feasible potentials (module docstring), also on a line."""
     lp, lq = log_lift(log_rows, wa), log_lift(log_rows, wb)
     if kind[0] == "wasserstein":  # W_μ^μ(P, Q) ≤ ε^μ: symmetric, jointly convex
         mu = kind[1]
-        cost = wasserstein_1d(jnp.exp(lp[:, order]), jnp.exp(lq[:, order]), points, mu, root=False)
+        p, q = jnp.exp(lp[:, order]), jnp.exp(lq[:, order])
+        on_line = points.shape[0] > 1  # static
+        if on_line and not minorant:
+            cost = wasserstein_1d(p, q, points, mu, root=False)
+        else:
+            f, g = (line_potentials(p, q, points, mu, ground) if on_line
+                    else exact_potentials(p, q, ground, 1.0))
+            cost = jnp.sum(f * p, axis=-1) + jnp.sum(g * q, axis=-1)
         target = eps**mu
         return jnp.stack([(cost - target) / jnp.maximum(target, SCALE_FLOOR), jnp.full_like(cost, -1.0)],
                          axis=1)
@@ -139,11 +158,12 @@ def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, log_rows):
     return jnp.stack([fwd, bwd], axis=1)
 
 
-def residuals(dd: DivergenceData, kinds: tuple[Kind, ...], log_rows) -> jax.Array:
+def residuals(dd: DivergenceData, kinds: tuple[Kind, ...], log_rows, *, minorant: bool = False) -> jax.Array:
     """``[K, 2]`` residuals ``g_k`` of every nonlinear comparison, groups in ``kinds`` order, for
     the table ``exp(log_rows)`` (``[R, Y]`` log-rows, ``-inf`` outside the support)."""
-    parts = [_group_residuals(kind, *arrays, log_rows)
-             for kind, *arrays in zip(kinds, dd.wa, dd.wb, dd.eps, dd.both, dd.order, dd.points, strict=True)]
+    parts = [_group_residuals(kind, *arrays, log_rows, minorant)
+             for kind, *arrays in zip(kinds, dd.wa, dd.wb, dd.eps, dd.both, dd.order, dd.points, dd.ground,
+                                      strict=True)]
     return jnp.concatenate(parts, axis=0) if parts else jnp.zeros((0, 2))
 
 
@@ -151,16 +171,11 @@ def linearized(dd: DivergenceData, kinds: tuple[Kind, ...], table, lam):
     """``(∇, c)``: the linearisation of ``Σ_k λ_k·g_k`` at ``table`` ``[R, Y]`` (positive on its
     support): ``Σ λ g(A) ≥ ⟨∇, A⟩ + c`` for every table ``A`` (module docstring). ``lam``:
     ``[K, 2]`` multipliers (negative entries count as 0)."""
-    # W_μ^μ for μ > 1 is convex, but the gradient of its sort-based formula is not known to be a
-    # subgradient where quantiles tie: those constraints are left out of the bound (λ = 0, a
-    # relaxation, still valid). μ = 1 is Σ|linear|, whose gradient (sign(0) = 0) is a subgradient.
-    keep = jnp.concatenate([jnp.full(e.shape[0], not (kind[0] == "wasserstein" and kind[1] != 1.0))
-                            for kind, e in zip(kinds, dd.eps, strict=True)] or [jnp.zeros(0, bool)])
-    lam = jnp.where(keep[:, None], jnp.maximum(lam, 0.0), 0.0)
+    lam = jnp.maximum(lam, 0.0)
     log_rows = jnp.where(table > 0, jnp.log(jnp.where(table > 0, table, 1.0)), -jnp.inf)
 
     def weighted(lr):
-        return jnp.sum(lam * jnp.maximum(residuals(dd, kinds, lr), -1e300))
+        return jnp.sum(lam * jnp.maximum(residuals(dd, kinds, lr, minorant=True), -1e300))
 
     value, g_log = jax.value_and_grad(weighted)(log_rows)
     grad = jnp.where(table > 0, g_log / jnp.where(table > 0, table, 1.0), 0.0)  # d/dA = d/dlogA / A

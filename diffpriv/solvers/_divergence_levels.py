@@ -40,13 +40,14 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 
-__all__ = ["DIVERGENCES", "EntropicTransport", "chi2", "divergence", "hellinger", "kl", "level",
-           "log_lift", "logsumexp", "max_divergence", "renyi", "reverse_kl", "sinkhorn_divergence",
-           "sinkhorn_wasserstein", "tv", "wasserstein_1d"]
+__all__ = ["DIVERGENCES", "EntropicTransport", "c_transform", "chi2", "divergence", "exact_potentials",
+           "hellinger", "kl", "level", "line_potentials", "log_lift", "logsumexp", "max_divergence", "renyi",
+           "reverse_kl", "sinkhorn_divergence", "sinkhorn_wasserstein", "tv", "wasserstein_1d"]
 
 Level = Callable[[ArrayLike, ArrayLike], Float[Array, "*batch"]]
 """A divergence level: log-laws ``[..., n]`` (two of them) to ``[...]``."""
@@ -361,3 +362,66 @@ def sinkhorn_divergence(p: Float[ArrayLike, "*b n"], q: Float[ArrayLike, "*b n"]
         return value
 
     return jnp.vectorize(one, signature="(n),(n)->()")(p, q)
+
+
+def c_transform(g: Float[ArrayLike, "*b n"], cost: Float[ArrayLike, "n n"],
+                support: Bool[ArrayLike, "*b n"] | None = None) -> tuple[Float[Array, "*b n"], ...]:
+    """Feasible transport potentials from a candidate ``g``: ``f_i = min_{j ∈ support} (C_ij − g_j)``,
+    then ``g_j = min_i (C_ij − f_i)``.
+
+    The pair satisfies ``f_i + g_j ≤ C_ij`` for every ``i, j`` (by construction, whatever ``g`` was),
+    so by weak duality ``⟨f, P⟩ + ⟨g, Q⟩ ≤ OT_C(P, Q)`` for *every* pair of probability vectors: a
+    linear minorant of the transport cost, exact at ``(P, Q)`` when the candidate is an optimal
+    potential there. ``support`` (default: all) restricts the first transform to entries where the
+    candidate means something (a Sinkhorn potential is ``-inf`` or arbitrary off ``Q``'s support).
+    """
+    g, cost = jnp.asarray(g), jnp.asarray(cost)
+    keep = jnp.ones(g.shape, bool) if support is None else jnp.asarray(support)
+    f = jnp.min(cost - jnp.where(keep, g, -jnp.inf)[..., None, :], axis=-1)
+    return f, jnp.min(cost - f[..., :, None], axis=-2)
+
+
+def exact_potentials(p: Float[ArrayLike, "*b n"], q: Float[ArrayLike, "*b n"],
+                     ground: Float[ArrayLike, "n n"], order: float) -> tuple[Float[Array, "*b n"], ...]:
+    """Optimal feasible potentials ``(f, g)`` (``f ⊕ g ≤ ground^μ`` on every cell) of ``W_μ^μ(P, Q)``
+    on any ground metric: POT's network simplex (``emd_c``, on the cost scaled by a power of 2 to
+    a maximum in ``[½, 1)``, as the certifier does) on the host, called from JAX with
+    :func:`jax.pure_callback` (so under ``jit`` and ``vmap``), then :func:`c_transform` in JAX.
+    ``⟨f, P⟩ + ⟨g, Q⟩`` is exactly ``W_μ^μ(P, Q)``, and a linear minorant of it everywhere; no
+    gradient flows through the potentials (they are the subgradient).
+
+    Not ott-jax's Sinkhorn: measured on random 9–12-point laws, its c-transformed potentials after
+    2,000 annealed iterations at ``ε = 10^-3 · max C`` were 0.03–10 % below the exact cost, and 30
+    of them took 0.47 s (the network simplex: exact, under 10 µs each for 6 points).
+    """
+    mu = _order(order)
+    cost = jnp.asarray(ground) if mu == 1.0 else jnp.asarray(ground) ** mu
+    p, q = jax.lax.stop_gradient(jnp.asarray(p)), jax.lax.stop_gradient(jnp.asarray(q))
+    shape = jnp.broadcast_shapes(p.shape, q.shape)
+
+    def host(p_host, q_host, cost_host):
+        from ot.lp.emd_wrap import emd_c  # POT's network simplex itself: ot.emd adds ~0.1 ms a call
+
+        p_host, q_host = np.broadcast_to(p_host, shape), np.broadcast_to(q_host, shape)
+        c = np.asarray(cost_host, np.float64)
+        scale = np.ldexp(1.0, -int(np.frexp(c.max())[1])) if c.max() > 0 else 1.0
+        c = np.ascontiguousarray(c * scale)
+        g = np.zeros(shape)
+        for i in np.ndindex(shape[:-1]):  # a non-optimal exit still gives potentials (made feasible)
+            a, b = np.maximum(p_host[i], 0.0), np.maximum(q_host[i], 0.0)
+            g[i] = emd_c(a / a.sum(), b / b.sum(), c, 100_000, 1)[3] / scale
+        return g
+
+    g = jax.pure_callback(host, jax.ShapeDtypeStruct(shape, p.dtype), p, q, jax.lax.stop_gradient(cost),
+                          vmap_method="sequential")
+    return c_transform(g, cost, q > 0)
+
+
+def line_potentials(p: Float[ArrayLike, "*b n"], q: Float[ArrayLike, "*b n"], points: ArrayLike,
+                    order: float, cost: Float[ArrayLike, "n n"]):
+    """Feasible potentials for ``W_μ^μ`` of laws on sorted ``points`` of a line: the gradient of the
+    exact :func:`wasserstein_1d` (an optimal potential up to a constant, where it is
+    differentiable), then :func:`c_transform` on ``cost = |x − x'|^μ``."""
+    grad_q = jax.grad(lambda q_: jnp.sum(wasserstein_1d(p, q_, points, order, root=False)))
+    g = jax.lax.stop_gradient(grad_q(jax.lax.stop_gradient(jnp.asarray(q))))
+    return c_transform(g, cost, jnp.ones(jnp.shape(g), bool))
