@@ -114,7 +114,8 @@ def test_the_optimizer_on_a_grid_matches_the_convex_reference(order):
     design = dp.design(problem, steps=1000)  # measured: 3e-7 above the reference at 1000 steps
     assert design.certificate.ok
     assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * 1.001
-    assert design.result.lower_bound <= ref * (1 + 1e-7)  # valid, and still loose (RESULTS.md)
+    # measured: 0.16 % and 0.23 % below (the transport dual ascent; 44 % below without it)
+    assert ref * (1 - 0.005) <= design.result.lower_bound <= ref * (1 + 1e-7)
 
 
 def test_a_problem_on_a_grid_and_a_line_keeps_one_group_per_metric():

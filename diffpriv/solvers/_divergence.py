@@ -41,6 +41,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from diffpriv.problems._blocks import MixtureBlock, PairBlock
 from diffpriv.problems._problem import Problem
@@ -53,7 +54,8 @@ from diffpriv.solvers._divergence_levels import (
     wasserstein_1d,
 )
 
-__all__ = ["DivergenceData", "Kind", "divergence_data", "frank_wolfe_bound", "linearized", "residuals"]
+__all__ = ["DivergenceData", "Kind", "divergence_data", "frank_wolfe_bound", "linearized", "residuals",
+           "transport_dual_bound"]
 
 Kind = tuple[str, float | None]
 """A group's divergence name and Rényi order (static)."""
@@ -208,3 +210,67 @@ def frank_wolfe_bound(linear_cost, mask, bound_of, dd: DivergenceData, kinds: tu
 
     (a, best), _ = jax.lax.scan(step, (table, jnp.asarray(-jnp.inf)), jnp.arange(iters, dtype=table.dtype))
     return jnp.maximum(best, bound_of(linearized(dd, kinds, a, lam)))
+
+
+def transport_dual_bound(bound_of, dd: DivergenceData, kinds: tuple[Kind, ...], table, lam, steps: int):
+    """The best bound over ``steps`` of Adam ascent on free transport multipliers.
+
+    Each Wasserstein comparison ``k`` (multiplier ``λ_k``, normalisation ``s_k``) is dualised
+    through its coupling ``γ_k`` (mass 1, marginals ``P_k``, ``Q_k``) with free multipliers
+    ``U_k``, ``V_k`` of the marginals: for every table (``w_k = λ_k/s_k``),
+
+        ``w_k (W_μ^μ − ε^μ) ≥ ⟨U_k, P_k⟩ + ⟨V_k, Q_k⟩ + min_ij (w_k C_ij − U_ki − V_kj) − w_k ε^μ``,
+
+    linear in the table for *any* ``U``, ``V`` (no feasibility needed), and concave in them. It
+    starts from ``λ_k/s_k`` times the table's potentials (then the min is 0: the linearisation of
+    :func:`linearized`), whose choice among the optimal potentials makes that bound loose (W1 is
+    piecewise linear); the ascent moves them toward the Lagrangian dual's. Other divergences stay
+    linearised at ``table``. Every iterate's bound is valid; the best is returned.
+    """
+    lam = jnp.maximum(lam, 0.0)
+    is_w = [kind[0] == "wasserstein" for kind in kinds]
+    sizes = [int(e.shape[0]) for e in dd.eps]
+    starts = np.cumsum([0, *sizes])
+    keep = jnp.concatenate([jnp.full(n, not w) for n, w in zip(sizes, is_w, strict=True)]
+                           or [jnp.zeros(0, bool)])
+    other = linearized(dd, kinds, table, jnp.where(keep[:, None], lam, 0.0))
+    log_rows = jnp.where(table > 0, jnp.log(jnp.where(table > 0, table, 1.0)), -jnp.inf)
+    groups, init = [], []
+    for i, (kind, w) in enumerate(zip(kinds, is_w, strict=True)):
+        if not w:
+            continue
+        mu = kind[1]
+        weight = lam[starts[i]:starts[i + 1], 0] / jnp.maximum(dd.eps[i] ** mu, SCALE_FLOOR)
+        lp, lq = log_lift(log_rows, dd.wa[i]), log_lift(log_rows, dd.wb[i])
+        p, q = jnp.exp(lp[:, dd.order[i]]), jnp.exp(lq[:, dd.order[i]])
+        on_line = dd.points[i].shape[0] > 1
+        f, g = (line_potentials(p, q, dd.points[i], mu, dd.ground[i]) if on_line
+                else exact_potentials(p, q, dd.ground[i], 1.0))
+        groups.append((i, mu, weight))
+        init.append((weight[:, None] * f, weight[:, None] * g))
+
+    def bound(uv):
+        grad, const = other
+        for (i, mu, weight), (u, v) in zip(groups, uv, strict=True):
+            rows = dd.wa[i].T @ u + dd.wb[i].T @ v  # [R, Y] in the group's output order
+            grad = grad.at[:, dd.order[i]].add(rows)
+            gap = jnp.min(weight[:, None, None] * dd.ground[i] - u[:, :, None] - v[:, None, :], axis=(1, 2))
+            const = const + jnp.sum(gap - weight * dd.eps[i] ** mu)
+        return bound_of((grad, const))
+
+    if not groups:
+        return jnp.asarray(-jnp.inf)
+    sizes_uv = jnp.stack([jnp.max(jnp.abs(u)) + jnp.max(jnp.abs(v)) for u, v in init])
+    scale = jnp.maximum(jnp.max(sizes_uv), 1e-12)  # steps of 1 % of the potentials' size
+    opt = optax.adam(1e-2 * scale)
+
+    def step(carry, _):
+        uv, state, best = carry
+        value, grad = jax.value_and_grad(bound)(uv)
+        best = jnp.maximum(best, jnp.where(jnp.isfinite(value), value, -jnp.inf))
+        updates, state = opt.update(jax.tree_util.tree_map(jnp.negative, grad), state, uv)
+        return (optax.apply_updates(uv, updates), state, best), None
+
+    init = tuple(init)
+    (uv, _, best), _ = jax.lax.scan(step, (init, opt.init(init), jnp.asarray(-jnp.inf)), None, length=steps)
+    return jnp.maximum(best, bound(uv))

@@ -21,7 +21,13 @@ import numpy as np
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 from diffpriv.solvers._al import al_init, al_output, al_run
-from diffpriv.solvers._divergence import DivergenceData, divergence_data, frank_wolfe_bound, residuals
+from diffpriv.solvers._divergence import (
+    DivergenceData,
+    divergence_data,
+    frank_wolfe_bound,
+    residuals,
+    transport_dual_bound,
+)
 from diffpriv.solvers._linear import (
     LinearData,
     epigraph_weights,
@@ -57,6 +63,11 @@ L-BFGS rounds fail and the multipliers collapse)."""
 FRANK_WOLFE_STEPS, BOUND_MIX = 500, 1e-6
 """The bound's Frank–Wolfe steps, from the table mixed with this much of the uniform table on
 the support (a point where every allowed entry is positive, so the linearisation is valid)."""
+
+
+TRANSPORT_DUAL_STEPS = 1000
+"""Adam steps on the Wasserstein constraints' free marginal multipliers in the bound
+(:func:`._divergence.transport_dual_bound`)."""
 
 
 REMIX = 1e-4
@@ -96,7 +107,8 @@ def _nonlinear_bound_jit(data, u, nu, worst, nonlinear, kinds, table, lam):
     def bound_of(lin):
         return lower_bound(data, u, nu, worst=worst, op=op, linearized=lin)
 
-    return frank_wolfe_bound(base, data.mask, bound_of, nonlinear, kinds, start, lam, FRANK_WOLFE_STEPS)
+    fw = frank_wolfe_bound(base, data.mask, bound_of, nonlinear, kinds, start, lam, FRANK_WOLFE_STEPS)
+    return jnp.maximum(fw, transport_dual_bound(bound_of, nonlinear, kinds, start, lam, TRANSPORT_DUAL_STEPS))
 
 
 def _relative_gap(obj: float, bound: float) -> float:
