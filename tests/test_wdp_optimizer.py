@@ -9,24 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import scipy.optimize
+from _transport_lp import transport_lp
 
 import diffpriv as dp
 from diffpriv.solvers._divergence import divergence_data, linearized, residuals
 from diffpriv.solvers._divergence_levels import c_transform, exact_potentials, line_potentials
-
-
-def transport_lp(a, b, cost):
-    """Independent: min ⟨cost, π⟩ over couplings of a and b (HiGHS, dense)."""
-    n, m = cost.shape
-    eq = np.zeros((n + m, n * m))
-    for i in range(n):
-        eq[i, i * m:(i + 1) * m] = 1
-    for j in range(m):
-        eq[n + j, j::m] = 1
-    res = scipy.optimize.linprog(cost.ravel(), A_eq=eq, b_eq=np.concatenate([a, b]), method="highs")
-    assert res.status == 0
-    return res.fun
 
 
 def cloud(seed, n=7):
