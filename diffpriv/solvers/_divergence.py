@@ -134,6 +134,14 @@ def _phi(kind: Kind, d):
     return jnp.exp((alpha - 1.0) * d) if name == "renyi" and alpha > 1 else d
 
 
+def _potentials(p, q, points, ground, mu):
+    """Feasible potentials of ``W_μ^μ(P, Q)`` for laws in a group's output order: from the 1-D
+    formula on a line (``points`` has more than one entry: static), else the network simplex's."""
+    if points.shape[0] > 1:
+        return line_potentials(p, q, points, mu, ground)
+    return exact_potentials(p, q, ground, 1.0)  # ground is already d^μ
+
+
 def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, ground, log_rows, minorant: bool):
     """``[K, 2]`` normalised residuals ``g_k`` of both directions (the second is −1 when the
     comparison is directed). ``minorant`` (static): a Wasserstein group as its linear minorant by
@@ -142,12 +150,10 @@ def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, ground, log_r
     if kind[0] == "wasserstein":  # W_μ^μ(P, Q) ≤ ε^μ: symmetric, jointly convex
         mu = kind[1]
         p, q = jnp.exp(lp[:, order]), jnp.exp(lq[:, order])
-        on_line = points.shape[0] > 1  # static
-        if on_line and not minorant:
+        if points.shape[0] > 1 and not minorant:  # on a line (static)
             cost = wasserstein_1d(p, q, points, mu, root=False)
         else:
-            f, g = (line_potentials(p, q, points, mu, ground) if on_line
-                    else exact_potentials(p, q, ground, 1.0))
+            f, g = _potentials(p, q, points, ground, mu)
             cost = jnp.sum(f * p, axis=-1) + jnp.sum(g * q, axis=-1)
         target = eps**mu
         return jnp.stack([(cost - target) / jnp.maximum(target, SCALE_FLOOR), jnp.full_like(cost, -1.0)],
@@ -241,11 +247,9 @@ def transport_dual_bound(bound_of, dd: DivergenceData, kinds: tuple[Kind, ...], 
             continue
         mu = kind[1]
         weight = lam[starts[i]:starts[i + 1], 0] / jnp.maximum(dd.eps[i] ** mu, SCALE_FLOOR)
-        lp, lq = log_lift(log_rows, dd.wa[i]), log_lift(log_rows, dd.wb[i])
-        p, q = jnp.exp(lp[:, dd.order[i]]), jnp.exp(lq[:, dd.order[i]])
-        on_line = dd.points[i].shape[0] > 1
-        f, g = (line_potentials(p, q, dd.points[i], mu, dd.ground[i]) if on_line
-                else exact_potentials(p, q, dd.ground[i], 1.0))
+        p = jnp.exp(log_lift(log_rows, dd.wa[i])[:, dd.order[i]])
+        q = jnp.exp(log_lift(log_rows, dd.wb[i])[:, dd.order[i]])
+        f, g = _potentials(p, q, dd.points[i], dd.ground[i], mu)
         groups.append((i, mu, weight))
         init.append((weight[:, None] * f, weight[:, None] * g))
 
