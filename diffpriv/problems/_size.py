@@ -10,7 +10,11 @@ pairs, ``Km`` of mixtures) and ``U = 2K·Y`` multiplier entries:
   mixture rows ``[2Km, S·X]``; when that does not fit, the **lean** plan (expected objective,
   method ``pdhg``): float32 iterates without running averages or polishing — the multipliers
   once (4 times with slack simplices, for δ > 0; the compiled step holds no temporary of their
-  size), 8 float32 and 3 float64 table-sized arrays (the problem's loss, the host table);
+  size), 8 float32 and 3 float64 table-sized arrays (the problem's loss, the host table); and
+  for ``Kw`` Wasserstein comparisons (``wdp``, ``wdistp``: the lifted PDHG of
+  :mod:`diffpriv.solvers._transport_pdhg`) 12 coupling-sized arrays ``[Kw, Y, Y]`` (logits,
+  coupling, gradient, extrapolation, running sums, restart point, candidate, average and the
+  evaluation's temporaries) and 4 copies of their dense weights ``[Kw, S·X]``;
 * ``certifier``: 4 table-sized arrays (the cleaned table, the repair's best and current
   candidates, a temporary), 16 chunks of comparisons' laws and their temporaries (a chunk is
   at most ``K·Y`` and :data:`diffpriv.certification._laws.CHUNK` law entries), the mixtures'
@@ -35,6 +39,9 @@ from diffpriv.problems._checks import SpecError
 __all__ = ["SizeError", "memory_limit", "estimate", "admit", "solver_plan"]
 
 STAGES = ("optimizer", "certifier", "lp")
+
+TRANSPORT_KINDS = ("wdp", "wdistp")
+"""Constraint kinds whose comparisons the optimizer lifts to couplings ``[Y, Y]``."""
 
 
 class SizeError(SpecError):
@@ -85,7 +92,8 @@ def estimate(problem, stage: str, *, lean: bool = False) -> int:
         copies = 4 if _has_slack(problem) else 1
         return 4 * (copies * u + 6 * t + 6 * 2 * km * ns * nx) + 8 * 2 * t + 24 * kp
     if stage == "optimizer":
-        return 8 * (15 * t + 11 * u + 6 * 2 * km * ns * nx) + 24 * kp
+        kw = sum(sum(c.counts(problem)) for c in problem.constraints if c.kind in TRANSPORT_KINDS)
+        return 8 * (15 * t + 11 * u + 6 * 2 * km * ns * nx + 12 * kw * ny * ny + 4 * kw * ns * nx) + 24 * kp
     if stage == "certifier":
         # the certifier's chunk, and the largest table stored inline, each defined once
         from diffpriv.certification._arrays import INLINE_LIMIT
@@ -96,6 +104,11 @@ def estimate(problem, stage: str, *, lean: bool = False) -> int:
         return 8 * (4 * t + 16 * chunk + 3 * km * ny) + text + 24 * kp
     nnz = 2 * ny * (2 * kp + mix_nnz)
     return 120 * (nnz + t)
+
+
+def _lean_possible(problem) -> bool:
+    """The lean plan runs the expected objective under linear constraints only."""
+    return not problem.objective.epigraph and problem.linear
 
 
 def _culprit(problem) -> str:
@@ -115,12 +128,13 @@ def _human(n: int) -> str:
 
 def solver_plan(problem, limit: int | None = None) -> str:
     """``"standard"`` when the optimizer fits in ``limit`` bytes (default
-    :func:`memory_limit`), else ``"lean"`` when its lean plan does (expected objective only);
+    :func:`memory_limit`), else ``"lean"`` when its lean plan does (expected objective and
+    linear constraints only);
     else raises :class:`SizeError` naming the lean plan's size."""
     limit = memory_limit() if limit is None else limit
     if estimate(problem, "optimizer") <= limit:
         return "standard"
-    if not problem.objective.epigraph and estimate(problem, "optimizer", lean=True) <= limit:
+    if _lean_possible(problem) and estimate(problem, "optimizer", lean=True) <= limit:
         return "lean"
     admit(problem, "optimizer", limit)
     return "lean"  # not reached: admit raised
@@ -132,7 +146,7 @@ def admit(problem, stage: str, limit: int | None = None) -> None:
     neither its standard nor its lean plan fits."""
     limit = memory_limit() if limit is None else limit
     need = estimate(problem, stage)
-    if stage == "optimizer" and not problem.objective.epigraph:
+    if stage == "optimizer" and _lean_possible(problem):
         need = min(need, estimate(problem, stage, lean=True))
     if need > limit:
         ns, nx, ny = problem.shape

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from diffpriv.problems._problem import Problem
+from diffpriv.solvers import _transport_pdhg
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 from diffpriv.solvers._al import al_init, al_output, al_run
 from diffpriv.solvers._divergence import (
@@ -141,7 +142,9 @@ def _divergence_data(problem: Problem, n_rows: int):
 
 def run_nonlinear(opt, problem: Problem, seed: int):
     """Optimizes ``problem`` (with divergence constraints) under the settings of ``opt`` (an
-    :class:`~diffpriv.solvers._optimizer.Optimizer`); returns its ``OptimizeResult``.
+    :class:`~diffpriv.solvers._optimizer.Optimizer`); returns its ``OptimizeResult``. When its only
+    nonlinear constraints are Wasserstein ones it is an LP in the table and the couplings, and
+    the lifted PDHG of :mod:`._transport_pdhg` runs it instead (:func:`._transport_pdhg.applies`).
 
     Budgets are tightened by ``NONLINEAR_TIGHTEN`` (relative) so that little repair is needed.
     Rounds of ``NONLINEAR_INNER`` steps run in compiled chunks of ``NONLINEAR_CHUNK`` rounds,
@@ -160,6 +163,8 @@ def run_nonlinear(opt, problem: Problem, seed: int):
     true_data = linear_data(problem, nonlinear=True)
     data = tighten(true_data)
     true_nl, kinds = _divergence_data(problem, true_data.cost.shape[0])
+    if _transport_pdhg.applies(problem, kinds):
+        return _transport_pdhg.run_transport(opt, problem, seed, true_data, true_nl, kinds)
     nl = true_nl._replace(eps=tuple(e * (1.0 - NONLINEAR_TIGHTEN) for e in true_nl.eps))
     state = _al_init_jit(data, jax.random.PRNGKey(seed), nl)
     done, status, bound, best, last = 0, "step limit", -np.inf, None, None

@@ -10,7 +10,10 @@ result's own optimality gap. A problem with a constraint in another divergence (
 Hellinger, Rényi, … : divergence DistP / DP, extended DistP) runs the augmented Lagrangian
 (:mod:`diffpriv.solvers._al`, driven by :mod:`diffpriv.solvers._nonlinear`) instead, whatever
 ``method`` says: PDHG's steps are built for linear constraints. Its bound linearises the
-divergences (:mod:`diffpriv.solvers._divergence`).
+divergences (:mod:`diffpriv.solvers._divergence`). A problem whose only such constraints are
+Wasserstein ones (expected or transport objective, linear comparisons without δ) is an LP once
+each comparison's coupling is a variable: it runs a restarted mirror PDHG on the table and the
+couplings (:mod:`diffpriv.solvers._transport_pdhg`, result plan ``"transport"``).
 """
 
 from __future__ import annotations
@@ -86,7 +89,8 @@ class OptimizeResult:
         ``optimize(..., init=result)`` continues where this run stopped.
       plan: ``"standard"``, or ``"lean"`` for a problem whose standard plan does not fit in
         memory (:func:`diffpriv.problems.solver_plan`): float32 iterates, no running averages,
-        no polishing, the bound computed in float64 from the final multipliers.
+        no polishing, the bound computed in float64 from the final multipliers; ``"transport"``
+        for the lifted PDHG of Wasserstein constraints (:mod:`diffpriv.solvers._transport_pdhg`).
     """
 
     table: np.ndarray
@@ -149,8 +153,8 @@ class Optimizer(Options):
             if init is not None:
                 raise ValueError("init: warm starts need linear constraints (method 'pdhg')")
             if lean:
-                raise SizeError("optimizer: this problem is too large for the augmented Lagrangian, "
-                                "which divergence constraints need")
+                raise SizeError("optimizer: this problem is too large for the float64 solvers that "
+                                "divergence and Wasserstein constraints need")
             return run_nonlinear(self, problem, seed)
         if lean and problem.objective.transport:
             raise SizeError("objective: this problem is too large for the transport objective, "
