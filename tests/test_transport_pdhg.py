@@ -125,3 +125,17 @@ def test_the_size_admission_counts_the_couplings():
     assert dp.problems.estimate(problem, "optimizer") >= 8 * 12 * 1225 * 100 * 100
     with pytest.raises(dp.problems.SizeError, match="optimizer"):
         dp.problems.admit(problem, "optimizer", limit=2**30)
+
+
+def test_a_batch_of_budgets_matches_the_convex_reference_at_each():
+    """``solve_batch`` scales ε (so ``ε^μ`` by ``scale^μ``) inside one vmap-ed program."""
+    scales = (0.5, 1.0, 2.0)
+    problem = problem_on(LINE, 2.0, epsilon=0.3, seed=5)
+    tables, bounds = dp.solve_batch(problem, scales, steps=100_000)
+    for scale, table, bound in zip(scales, tables, bounds, strict=True):
+        scaled = problem_on(LINE, 2.0, epsilon=0.3 * scale, seed=5)
+        ref = dp.solvers.convex(scaled).value
+        cert = dp.certify(scaled, table)
+        assert cert.ok
+        assert ref * (1 - 1e-7) <= cert.loss <= ref * 1.001
+        assert bound <= ref * (1 + 1e-7)

@@ -209,10 +209,13 @@ def batch_nonlinear(opt, problem: Problem, scales, seed: int) -> tuple[np.ndarra
     divergence) times each of ``scales``, as one ``vmap``-ed compiled program of
     ``ceil(steps / (NONLINEAR_CHUNK · NONLINEAR_INNER))`` chunks of rounds (no early stop: a
     batch runs its chunks in lockstep), then each element's bound. Returns ``(tables [B, S, X,
-    Y], lower_bounds [B])``; the tables are the last chunk's (not certified)."""
+    Y], lower_bounds [B])``; the tables are the last chunk's (not certified). Wasserstein-only
+    problems run the lifted PDHG's batch instead (:func:`._transport_pdhg.batch_transport`)."""
     worst = problem.objective.epigraph
     base = linear_data(problem, nonlinear=True)
     nl, kinds = _divergence_data(problem, base.cost.shape[0])
+    if _transport_pdhg.applies(problem, kinds):
+        return _transport_pdhg.batch_transport(opt, problem, scales, seed, base, nl, kinds)
     scales = jnp.asarray(scales, dtype=base.cost.dtype)
     chunks = max(1, -(-opt.steps // (NONLINEAR_CHUNK * NONLINEAR_INNER)))
     tables, bounds = _batch_jit(base, nl, scales, jax.random.PRNGKey(seed), worst, kinds, chunks)

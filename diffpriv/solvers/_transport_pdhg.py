@@ -76,7 +76,7 @@ from diffpriv.solvers._pdhg import (
     log_normalise,
 )
 
-__all__ = ["TransportData", "transport_data", "applies", "run_transport"]
+__all__ = ["TransportData", "transport_data", "applies", "run_transport", "batch_transport", "polish"]
 
 TIGHTEN = 1e-6
 """The Wasserstein budgets ``ε^μ`` are solved for at ``(1 − 10^-6)`` of their value."""
@@ -387,6 +387,27 @@ def _run(data, true_data, td, true_td, steps, state, period, limit, gap_tol, vio
                               (state, jnp.asarray(0), jnp.asarray(RUNNING)))
 
 
+def _finish(opt, td, data, true_data, nl, kinds, table, coupling):
+    """``(rows [R, Y], violation)``: the candidate renormalised, or its polish (:func:`polish`)
+    when that lowers the exact violation (the nonlinear residuals, at the real budgets)."""
+    from diffpriv.solvers._nonlinear import _nonlinear_violation
+    from diffpriv.solvers._optimizer import _check_finite
+
+    rows = np.array(table, dtype=np.float64)
+    rows /= rows.sum(axis=-1, keepdims=True)
+    _check_finite(rows)
+    viol = _nonlinear_violation(true_data, nl, kinds, rows)
+    if opt.polish and viol > 0:
+        polished = polish(td, np.asarray(data.mask), np.asarray(table, np.float64),
+                          np.asarray(coupling, np.float64))
+        if polished is not None:
+            polished /= polished.sum(axis=-1, keepdims=True)
+            after = _nonlinear_violation(true_data, nl, kinds, polished)
+            if after < viol:
+                rows, viol = polished, after
+    return rows, viol
+
+
 def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: DivergenceData, kinds):
     """Optimizes ``problem`` (:func:`applies`) under ``opt`` (an
     :class:`~diffpriv.solvers._optimizer.Optimizer`'s settings); returns its ``OptimizeResult``.
@@ -396,8 +417,7 @@ def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: D
     or after ``steps`` (in compiled chunks of ``opt.chunk`` periods). The table returned is the
     restart candidate's, renormalised; its exact violation is measured by the caller's residuals.
     """
-    from diffpriv.solvers._nonlinear import _nonlinear_violation
-    from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult, _check_finite
+    from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult
 
     start, compiled = time.perf_counter(), _COMPILE_SECONDS[0]
     true_td = transport_data(nl, kinds)
@@ -414,18 +434,7 @@ def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: D
                                 opt.gap_tol, viol_tol)
         done += int(ran)
         code = int(code)
-    rows = np.array(state.table, dtype=np.float64)
-    rows /= rows.sum(axis=-1, keepdims=True)
-    _check_finite(rows)
-    viol = _nonlinear_violation(true_data, nl, kinds, rows)
-    if opt.polish and viol > 0:
-        polished = polish(td, np.asarray(data.mask), np.asarray(state.table, np.float64),
-                          np.asarray(state.coupling, np.float64))
-        if polished is not None:
-            polished /= polished.sum(axis=-1, keepdims=True)
-            after = _nonlinear_violation(true_data, nl, kinds, polished)
-            if after < viol:
-                rows, viol = polished, after
+    rows, viol = _finish(opt, td, data, true_data, nl, kinds, state.table, state.coupling)
     table = the_table(problem, rows)
     obj = problem.objective_value(table)
     bound = float(state.best_lb)
@@ -434,3 +443,41 @@ def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: D
         max_violation=viol, steps=done * opt.period, seconds=time.perf_counter() - start, seed=seed,
         status=STATUS.get(code, "step limit"), history={}, options=dataclasses.asdict(opt),
         plan="transport", compile_seconds=_COMPILE_SECONDS[0] - compiled)
+
+
+def batch_transport(opt, problem: Problem, scales, seed: int, base: LinearData, nl: DivergenceData,
+                    kinds) -> tuple[np.ndarray, np.ndarray]:
+    """``solve_batch`` for a problem :func:`applies` accepts: every budget ``ε`` times each of
+    ``scales`` (a Wasserstein budget ``ε^μ`` by ``scale^μ``) as one ``vmap``-ed program, each
+    element stopping on its own (the ``while_loop`` of :func:`_run`), then each table polished on
+    the host. Returns ``(tables [B, S, X, Y], lower_bounds [B])`` (not certified)."""
+    true_td = transport_data(nl, kinds)
+    order = jnp.concatenate([jnp.full(e.shape[0], kind[1]) for e, kind in zip(nl.eps, kinds, strict=True)])
+    scales = jnp.asarray(scales, dtype=base.cost.dtype)
+    periods = -(-opt.steps // opt.period)
+    tables, couplings, bounds = _batch_jit(base, true_td, order, scales, jax.random.PRNGKey(seed), opt.period,
+                                           periods, opt.omega, opt.omega_range, opt.gap_tol,
+                                           opt.viol_factor * opt.gap_tol)
+    out = []
+    for i, scale in enumerate(np.asarray(scales)):
+        true_data = base._replace(pair_eps=scale * base.pair_eps, mix_eps=scale * base.mix_eps)
+        nl_i = nl._replace(eps=tuple(scale * e for e in nl.eps))
+        td = true_td._replace(budget=true_td.budget * scale ** np.asarray(order) * (1.0 - TIGHTEN))
+        rows, _ = _finish(opt, td, tighten(true_data), true_data, nl_i, kinds, tables[i], couplings[i])
+        out.append(the_table(problem, rows))
+    return np.stack(out), np.asarray(bounds)
+
+
+@jax.jit(static_argnums=(5, 6))
+def _batch_jit(base, true_td, order, scales, key, period, periods, omega, omega_range, gap_tol, viol_tol):
+    def one(scale):
+        true_data = base._replace(pair_eps=scale * base.pair_eps, mix_eps=scale * base.mix_eps)
+        true = true_td._replace(budget=true_td.budget * scale**order)
+        td = true._replace(budget=true.budget * (1.0 - TIGHTEN))
+        data = tighten(true_data)
+        steps = _steps(data, td, omega, omega_range)
+        state, _, _ = _run(data, true_data, td, true, steps, _init(data, td, steps, key), period, periods,
+                           gap_tol, viol_tol)
+        return state.table, state.coupling, state.best_lb
+
+    return jax.vmap(one)(scales)
