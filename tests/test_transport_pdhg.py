@@ -4,6 +4,7 @@ here independently, and at random duals), and the optimizer's certified tables m
 reference."""
 
 import dataclasses
+import pathlib
 
 import jax.numpy as jnp
 import numpy as np
@@ -139,3 +140,12 @@ def test_a_batch_of_budgets_matches_the_convex_reference_at_each():
         assert cert.ok
         assert ref * (1 - 1e-7) <= cert.loss <= ref * 1.001
         assert bound <= ref * (1 + 1e-7)
+
+
+def test_the_shipped_wasserstein_config_converges_to_the_convex_optimum():
+    problem, _ = dp.load_config(pathlib.Path(__file__).resolve().parent.parent / "configs" / "wasserstein.toml")
+    ref = dp.solvers.convex(problem).value
+    design = dp.design(problem)
+    assert design.result.plan == "transport" and design.result.status == "converged"
+    assert design.certificate.ok and design.certificate.repair_t == 0
+    assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * (1 + 1e-4)
