@@ -17,7 +17,6 @@ from diffpriv.solvers import _transport_pdhg
 from diffpriv.solvers._divergence import divergence_data
 from diffpriv.solvers._linear import linear_data
 
-
 ITEMS = (dp.Item("i0", np.array([0.6, 0.3, 0.1])), dp.Item("i1", np.array([0.1, 0.3, 0.6])))
 
 
@@ -143,7 +142,8 @@ def test_a_batch_of_budgets_matches_the_convex_reference_at_each():
 
 
 def test_the_shipped_wasserstein_config_converges_to_the_convex_optimum():
-    problem, _ = dp.load_config(pathlib.Path(__file__).resolve().parent.parent / "configs" / "wasserstein.toml")
+    config = pathlib.Path(__file__).resolve().parent.parent / "configs" / "wasserstein.toml"
+    problem, _ = dp.load_config(config)
     ref = dp.solvers.convex(problem).value
     design = dp.design(problem)
     assert design.result.plan == "transport" and design.result.status == "converged"

@@ -174,35 +174,6 @@ def _bound(data: LinearData, td: TransportData, u, a, b, z):
     return lower_bound(data, u, op=operator(data), linearized=lin)
 
 
-@jax.jit(static_argnums=(7,))
-def polish_bound(true_data, true_td, u, a, b, z, start, steps: int):
-    """The best of ``start`` and the bounds along ``steps`` of projected Adam ascent on the duals
-    ``(u ≥ 0, a, b, z ≥ 0)`` from the given ones: PDHG's dual iterates approach the optimum
-    slowly on these degenerate LPs, while the bound is concave in them and valid at every
-    point (module docstring)."""
-    import optax
-
-    def value(duals):
-        u, a, b, z = duals
-        return _bound(true_data, true_td, jnp.maximum(u, 0.0), a, b, jnp.maximum(z, 0.0))
-
-    duals = (u, a, b, z)
-    size = jnp.maximum(jnp.max(jnp.stack([jnp.max(jnp.abs(v), initial=0.0) for v in duals])), 1e-12)
-    opt = optax.adam(1e-3 * size)
-
-    def step(carry, _):
-        duals, state, best = carry
-        v, grad = jax.value_and_grad(value)(duals)
-        best = jnp.maximum(best, jnp.where(jnp.isfinite(v), v, -jnp.inf))
-        updates, state = opt.update(jax.tree_util.tree_map(jnp.negative, grad), state, duals)
-        duals = optax.apply_updates(duals, updates)
-        duals = (jnp.maximum(duals[0], 0.0), duals[1], duals[2], jnp.maximum(duals[3], 0.0))
-        return (duals, state, best), None
-
-    (duals, _, best), _ = jax.lax.scan(step, (duals, opt.init(duals), start), None, length=steps)
-    return jnp.maximum(best, value(duals))
-
-
 def _evaluate(data, true_data, td, true_td, table, gamma, u, a, b, z):
     """``(kkt, bound, objective, largest violation)``: the linear comparisons in the balanced
     units, the couplings' marginal and cost residuals relative to each comparison's budget ``ê``
@@ -233,8 +204,9 @@ def _init(data: LinearData, td: TransportData, steps: Steps, key) -> State:
     scalar = jnp.asarray
     sums = (jnp.zeros_like(table), jnp.zeros((k, y * y)), *map(jnp.zeros_like, zeros))
     return State(theta, psi, *zeros, sums, scalar(0.0), scalar(-jnp.inf), scalar(jnp.inf), scalar(jnp.inf),
-                 scalar(jnp.inf), scalar(jnp.inf), table, jnp.exp(psi).reshape(k, y, y), jnp.copy(steps.omega),
-                 (table, jnp.exp(psi), *zeros), tuple(map(jnp.zeros_like, zeros)), scalar(0.0))
+                 scalar(jnp.inf), scalar(jnp.inf), table, jnp.exp(psi).reshape(k, y, y),
+                 jnp.copy(steps.omega), (table, jnp.exp(psi), *zeros), tuple(map(jnp.zeros_like, zeros)),
+                 scalar(0.0))
 
 
 def _period(data, true_data, td, true_td, steps: Steps, st: State, length: int, gap_tol, viol_tol) -> State:
@@ -278,7 +250,8 @@ def _period(data, true_data, td, true_td, steps: Steps, st: State, length: int, 
     restart = (done | (k_cand <= SUFFICIENT * st.kkt_restart)
                | ((k_cand <= NECESSARY * st.kkt_restart) & (k_cand > st.kkt)))
     pick = lambda v_avg, v_cur: jnp.where(restart & use_avg, v_avg, v_cur)  # noqa: E731
-    point = (pick(t_avg, table), pick(g_avg, jnp.exp(psi)), *(pick(x, y) for x, y in zip(avg[2:], (u, a, b, z))))
+    point = (pick(t_avg, table), pick(g_avg, jnp.exp(psi)),
+             *(pick(x, y) for x, y in zip(avg[2:], (u, a, b, z), strict=True)))
     omega = jnp.where(restart & ~done, _primal_weight(steps, st.anchor, point, st.omega), st.omega)
     anchor = jax.tree_util.tree_map(lambda new, old: jnp.where(restart, new, old), point, st.anchor)
     return State(
@@ -299,7 +272,7 @@ def _primal_weight(steps: Steps, anchor, point, omega):
     (a0, g0, *d0), (a1, g1, *d1) = anchor, point
     dx = jnp.sqrt(jnp.sum((a1 - a0) ** 2 / steps.tau_a) + jnp.sum((g1 - g0) ** 2) / steps.tau_g)
     sig = (1.0, steps.sig_m, steps.sig_m, steps.sig_z)
-    dy = jnp.sqrt(sum(jnp.sum((y1 - y0) ** 2 / s) for y0, y1, s in zip(d0, d1, sig)))
+    dy = jnp.sqrt(sum(jnp.sum((y1 - y0) ** 2 / s) for y0, y1, s in zip(d0, d1, sig, strict=True)))
     ok = (dx > 1e-10) & (dy > 1e-10) & jnp.isfinite(dx) & jnp.isfinite(dy)
     ratio = jnp.where(ok, dx / jnp.where(ok, dy, 1.0), 1.0)
     new = jnp.exp(SMOOTHING * jnp.log(ratio) + (1 - SMOOTHING) * jnp.log(omega))
