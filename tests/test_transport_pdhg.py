@@ -149,3 +149,11 @@ def test_the_shipped_wasserstein_config_converges_to_the_convex_optimum():
     assert design.result.plan == "transport" and design.result.status == "converged"
     assert design.certificate.ok and design.certificate.repair_t == 0
     assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * (1 + 1e-4)
+
+
+def test_progress_is_reported_after_each_chunk():
+    calls = []
+    result = dp.Optimizer(chunk=2, period=500)(problem_on(GRID, 1.0, epsilon=0.4, seed=3),
+                                               progress=lambda *a: calls.append(a))
+    assert len(calls) == result.steps // 1000 + (result.steps % 1000 > 0)
+    assert calls[-1][0] == result.steps and calls[-1][1] == 100_000

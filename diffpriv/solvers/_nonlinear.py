@@ -142,9 +142,10 @@ def _divergence_data(problem: Problem, n_rows: int):
     return nl._replace(wa=pad(nl.wa), wb=pad(nl.wb)), kinds
 
 
-def run_nonlinear(opt, problem: Problem, seed: int):
+def run_nonlinear(opt, problem: Problem, seed: int, progress=None):
     """Optimizes ``problem`` (with divergence constraints) under the settings of ``opt`` (an
-    :class:`~diffpriv.solvers._optimizer.Optimizer`); returns its ``OptimizeResult``. When its only
+    :class:`~diffpriv.solvers._optimizer.Optimizer`); returns its ``OptimizeResult``;
+    ``progress(done, total, gap)`` is called after each chunk. When its only
     nonlinear constraints are Wasserstein ones it is an LP in the table and the couplings, and
     the lifted PDHG of :mod:`._transport_pdhg` runs it instead (:func:`._transport_pdhg.applies`).
 
@@ -166,7 +167,7 @@ def run_nonlinear(opt, problem: Problem, seed: int):
     data = tighten(true_data)
     true_nl, kinds = _divergence_data(problem, true_data.cost.shape[0])
     if _transport_pdhg.applies(problem, kinds):
-        return _transport_pdhg.run_transport(opt, problem, seed, true_data, true_nl, kinds)
+        return _transport_pdhg.run_transport(opt, problem, seed, true_data, true_nl, kinds, progress)
     nl = true_nl._replace(eps=tuple(e * (1.0 - NONLINEAR_TIGHTEN) for e in true_nl.eps))
     state = _al_init_jit(data, jax.random.PRNGKey(seed), nl)
     done, status, bound, best, last = 0, "step limit", -np.inf, None, None
@@ -181,6 +182,8 @@ def run_nonlinear(opt, problem: Problem, seed: int):
                problem.objective_value(the_table(problem, table)))
         if best is None or key < best[0]:
             best = (key, table)
+        if progress is not None:
+            progress(min(done, opt.steps), opt.steps, _relative_gap(best[0][1], bound))
         if not best[0][0] and _relative_gap(best[0][1], bound) <= opt.gap_tol:
             status = "converged"
             break

@@ -155,7 +155,7 @@ class Optimizer(Options):
             if lean:
                 raise SizeError("optimizer: this problem is too large for the float64 solvers that "
                                 "divergence and Wasserstein constraints need")
-            return run_nonlinear(self, problem, seed)
+            return run_nonlinear(self, problem, seed, progress)
         if lean and problem.objective.transport:
             raise SizeError("objective: this problem is too large for the transport objective, "
                             "whose plan needs the standard (float64) run")

@@ -381,14 +381,15 @@ def _finish(opt, td, data, true_data, nl, kinds, table, coupling):
     return rows, viol
 
 
-def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: DivergenceData, kinds):
+def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: DivergenceData, kinds,
+                  progress=None):
     """Optimizes ``problem`` (:func:`applies`) under ``opt`` (an
     :class:`~diffpriv.solvers._optimizer.Optimizer`'s settings); returns its ``OptimizeResult``.
 
     The run stops when the restart candidate's gap to the certified bound is at most
     ``gap_tol`` with normalised violations at most ``viol_factor · gap_tol`` (``"converged"``),
-    or after ``steps`` (in compiled chunks of ``opt.chunk`` periods). The table returned is the
-    restart candidate's, renormalised; its exact violation is measured by the caller's residuals.
+    or after ``steps`` (in compiled chunks of ``opt.chunk`` periods; ``progress(done, total, gap)``
+    after each). The table returned is the restart candidate's, renormalised, or its polish.
     """
     from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult
 
@@ -407,6 +408,8 @@ def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: D
                                 opt.gap_tol, viol_tol)
         done += int(ran)
         code = int(code)
+        if progress is not None:
+            progress(done * opt.period, periods * opt.period, float(_gap(state.obj, state.best_lb)))
     rows, viol = _finish(opt, td, data, true_data, nl, kinds, state.table, state.coupling)
     table = the_table(problem, rows)
     obj = problem.objective_value(table)
