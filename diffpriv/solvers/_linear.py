@@ -64,7 +64,8 @@ from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is ma
 
 __all__ = ["LinearData", "Operator", "linear_data", "tighten", "operator", "lower_bound",
            "sparse_matrix", "largest_objective", "proves_infeasible", "lower_bound_by_columns",
-           "incidence", "epigraph_values", "epigraph_weights", "epigraph_norm", "table_rows", "the_table"]
+           "incidence", "epigraph_values", "epigraph_weights", "epigraph_norm", "table_rows", "the_table",
+           "tighten_eps"]
 
 
 class LinearData(NamedTuple):
@@ -333,6 +334,12 @@ def proves_infeasible(data: LinearData, bound):
     return bound > data.largest * (1 + 1e-9) + 1e-12
 
 
+def tighten_eps(eps, rel: float = 1e-7, eps_abs: float = 1e-8):
+    """The budgets ``ε`` the optimizer solves for (:func:`tighten`): ``max(ε(1 − rel) − eps_abs, 0)``
+    (numpy or JAX arrays)."""
+    return (jnp if isinstance(eps, jax.Array) else np).maximum(eps * (1.0 - rel) - eps_abs, 0.0)
+
+
 def tighten(data: LinearData, rel: float = 1e-7, eps_abs: float = 1e-8,
             delta_abs: float = 1e-10) -> LinearData:
     """Budgets shrunk by a hair (``ε(1 − rel) − eps_abs``, likewise δ), clipped at 0.
@@ -343,7 +350,7 @@ def tighten(data: LinearData, rel: float = 1e-7, eps_abs: float = 1e-8,
     ``rel``. Lower bounds are always computed against the real budgets.
     """
     def eps(e):
-        return jnp.maximum(e * (1.0 - rel) - eps_abs, 0.0)
+        return tighten_eps(e, rel, eps_abs)
 
     def delta(d):
         return jnp.maximum(d * (1.0 - rel) - delta_abs, 0.0)
