@@ -10,9 +10,7 @@ every row sum exactly 1, with entries that are numerically zero set to exactly z
 "solution polishing" step of OSQP (Stellato et al. 2020) applied to the table. The result is kept
 only if it lowers the largest violation (the correction is least-norm, so the loss moves by the
 order of the violations; the optimality benchmark measures the end result); the certifier checks
-it like any other table. When every constraint is a pure pair bound (local and extended DP), the
-table is first raised to its log-Lipschitz majorant (:func:`majorant`), which is cheaper and, where
-it makes the table feasible, ends the polish.
+it like any other table.
 """
 
 from __future__ import annotations
@@ -63,10 +61,6 @@ def polish(problem: Problem, table: np.ndarray, g: np.ndarray, delta: np.ndarray
     a0 = table.reshape(-1, shape[-1]).astype(np.float64)
     umax = float(np.max(u, initial=0.0))
     best, best_v = a0, float(np.max(violation(g, delta, a0), initial=-np.inf))
-    if best_v > 0:  # pure pair bounds only: raising first is cheaper than the projection
-        raised = majorant(problem, a0)
-        if raised is not None and float(np.max(violation(g, delta, raised), initial=-np.inf)) <= 0:
-            return raised.reshape(shape)
     a = a0.copy()
     for i in range(rounds):
         free = a > max(zero_tol, min(zero_tol * 100.0**i, 1e-6)) * a.max(axis=1, keepdims=True)
@@ -80,7 +74,7 @@ def polish(problem: Problem, table: np.ndarray, g: np.ndarray, delta: np.ndarray
             best, best_v = a, viol
         if viol <= 0:
             break
-    if best_v > 0 and best is not a0:
+    if best_v > 0:
         raised = majorant(problem, best)
         if raised is not None:
             viol = float(np.max(violation(g, delta, raised), initial=-np.inf))
