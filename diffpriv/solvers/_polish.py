@@ -103,8 +103,8 @@ def majorant(problem: Problem, rows: np.ndarray) -> np.ndarray | None:
     renormalise are repeated up to :data:`MAJORANT_ROUNDS` times, and with the next of
     :data:`MAJORANT_MARGINS` if the table still violates a bound. First-order tables violate the
     ratio bounds most at their smallest entries (far from the true value), where the certifier's
-    uniform mixing needs a large weight (geo-indistinguishability on a 12×12 grid: t = 0.024,
-    3.6 % above the LP optimum; raised instead: no repair, 0.67 %). ``rows``: ``[R, Y]``. Returns
+    uniform mixing needs a large weight (geo-indistinguishability on a 12×12 grid:
+    ``benchmarks/polish_geo.py``). ``rows``: ``[R, Y]``. Returns
     the raised rows (at the largest margin if none gives a feasible table: the caller compares
     violations), or ``None`` when the problem has other constraints, an entry outside the support
     would have to rise, or the sweeps are too large or do not settle."""
