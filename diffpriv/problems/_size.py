@@ -6,7 +6,8 @@ implementation, rounded up), with ``T = S·X·Y`` table entries, ``K`` compariso
 pairs, ``Km`` of mixtures) and ``U = 2K·Y`` multiplier entries:
 
 * ``optimizer``: about 15 table-sized arrays (logits, table, gradient, extrapolation, running
-  sums, the last restart point, polishing), 11 multiplier-sized ones, 6 copies of the dense
+  sums, the last restart point, polishing), 12 multiplier-sized ones (with the whole run's sum
+  of the multipliers, whose average also bounds), 6 copies of the dense
   mixture rows ``[2Km, S·X]``; when that does not fit, the **lean** plan (expected objective,
   method ``pdhg``): float32 iterates without running averages or polishing — the multipliers
   once (4 times with slack simplices, for δ > 0; the compiled step holds no temporary of their
@@ -93,7 +94,7 @@ def estimate(problem, stage: str, *, lean: bool = False) -> int:
         return 4 * (copies * u + 6 * t + 6 * 2 * km * ns * nx) + 8 * 2 * t + 24 * kp
     if stage == "optimizer":
         kw = sum(sum(c.counts(problem)) for c in problem.constraints if c.kind in TRANSPORT_KINDS)
-        return 8 * (15 * t + 11 * u + 6 * 2 * km * ns * nx + 12 * kw * ny * ny + 4 * kw * ns * nx) + 24 * kp
+        return 8 * (15 * t + 12 * u + 6 * 2 * km * ns * nx + 12 * kw * ny * ny + 4 * kw * ns * nx) + 24 * kp
     if stage == "certifier":
         # the certifier's chunk, and the largest table stored inline, each defined once
         from diffpriv.certification._arrays import INLINE_LIMIT

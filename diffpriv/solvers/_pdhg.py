@@ -23,7 +23,9 @@ fallen enough since the last restart (PDLP's adaptive criteria, :func:`_period`)
 fast convergence on these LPs. At each restart the primal weight moves towards the ratio of the
 primal and dual movements since the previous restart (PDLP's update, within a bounded range).
 Every evaluated dual iterate yields a certified lower bound by weak duality; the best one is
-kept.
+kept. The duals averaged over the whole run (never restarted) are evaluated too: restarted duals
+can lag where the primal converges (12×12 geo grid, ``gap_tol`` 1e-3 at 100,000 steps: certified
+gap 0.49 % without, 0.23 % with it).
 
 The run stops on the device (``lax.while_loop`` over periods, so under ``vmap`` every batch
 element stops on its own) when the restart iterate's relative gap to the certified lower bound,
@@ -98,6 +100,7 @@ class PDHGState(NamedTuple):
     kkt_restart: jax.Array  # [] KKT error of the iterate the last restart chose
     omega: jax.Array  # [] primal weight (updated at restarts when ``adapt``)
     anchor: tuple  # (A, u) at the last restart, for the primal-weight update; () without
+    duals: tuple  # (Σu, Σν, steps) over the whole run, never restarted; () without averages
 
 
 class PDHGOutput(NamedTuple):
@@ -183,6 +186,7 @@ def init_state(data: LinearData, steps: Steps, key: jax.Array, jitter: float = 1
         kkt_restart=scalar(jnp.inf),
         omega=jnp.copy(steps.omega).astype(dtype),  # its own buffer (donated)
         anchor=anchor,
+        duals=(jnp.zeros_like(u), jnp.zeros_like(nu), scalar(0.0)) if average else (),
     )
 
 
@@ -307,7 +311,13 @@ def _period(data: LinearData, bound_data: LinearData, steps: Steps, state: PDHGS
     use_avg = k_avg <= k_cur
     cand = lambda a, b: jnp.where(use_avg, a, b)  # noqa: E731
     k_cand, obj, viol = jnp.minimum(k_avg, k_cur), cand(obj_avg, obj_cur), cand(v_avg, v_cur)
-    best_lb = jnp.maximum(state.best_lb, jnp.maximum(lb_cur, lb_avg))
+    # the whole run's dual average (never restarted) bounds too: restarted duals can lag
+    # (the lifted PDHG of _transport_pdhg: 5.1 % below the optimum without it, 0.3 % with it)
+    du, dnu = (d + new - old for d, new, old in zip(state.duals[:2], sums[3:], state.sums[3:],
+                                                    strict=True))
+    total = state.duals[2] + length
+    lb_all = _certified_bound(bound_data, steps, du / total, dnu / total, worst)
+    best_lb = jnp.maximum(jnp.maximum(state.best_lb, lb_all), jnp.maximum(lb_cur, lb_avg))
     done = (_gap(obj, best_lb) <= gap_tol) & (viol <= viol_tol)
     restart = (done | (k_cand <= SUFFICIENT * state.kkt_restart)
                | ((k_cand <= NECESSARY * state.kkt_restart) & (k_cand > state.kkt)))
@@ -334,6 +344,7 @@ def _period(data: LinearData, bound_data: LinearData, steps: Steps, state: PDHGS
         kkt_restart=jnp.where(restart, k_cand, state.kkt_restart),
         omega=omega,
         anchor=anchor,
+        duals=(du, dnu, total),
     )
 
 
