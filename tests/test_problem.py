@@ -286,7 +286,7 @@ def test_size_estimates_scale_with_pairs_not_with_dense_rows():
     # The certifier holds a few tables and a chunk of comparisons' laws, at most CHUNK entries.
     k_all, k_four = 400 * 399 // 2, len(four)
     for p, k in ((all_pairs, k_all), (some, k_four)):
-        assert estimate(p, "optimizer") == 8 * (15 * 400 * 400 + 11 * 2 * k * 400) + 24 * k
+        assert estimate(p, "optimizer") == 8 * (15 * 400 * 400 + 12 * 2 * k * 400) + 24 * k
         chunk = min(k, CHUNK // 400) * 400
         assert estimate(p, "certifier") == 8 * (4 * 400 * 400 + 16 * chunk) + 70 * 400 * 400 + 24 * k
     assert "_blocks" not in all_pairs.__dict__  # estimated without building a block
