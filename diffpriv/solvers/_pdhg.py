@@ -313,14 +313,11 @@ def _period(data: LinearData, bound_data: LinearData, steps: Steps, state: PDHGS
     k_cand, obj, viol = jnp.minimum(k_avg, k_cur), cand(obj_avg, obj_cur), cand(v_avg, v_cur)
     # the whole run's dual average (never restarted) bounds too: restarted duals can lag
     # (the lifted PDHG of _transport_pdhg: 5.1 % below the optimum without it, 0.3 % with it)
-    du, dnu = (d + new - old for d, new, old in zip(state.duals[:2], sums[3:], state.sums[3:],
-                                                    strict=True))
+    du, dnu = advance_duals(state.duals[:2], sums[3:], state.sums[3:])
     total = state.duals[2] + length
     lb_all = _certified_bound(bound_data, steps, du / total, dnu / total, worst)
     best_lb = jnp.maximum(jnp.maximum(state.best_lb, lb_all), jnp.maximum(lb_cur, lb_avg))
-    done = (_gap(obj, best_lb) <= gap_tol) & (viol <= viol_tol)
-    restart = (done | (k_cand <= SUFFICIENT * state.kkt_restart)
-               | ((k_cand <= NECESSARY * state.kkt_restart) & (k_cand > state.kkt)))
+    done, restart = restart_rule(obj, viol, best_lb, k_cand, state.kkt, state.kkt_restart, gap_tol, viol_tol)
     pick = lambda avg, cur: jnp.where(restart & use_avg, avg, cur)  # noqa: E731
     new_u = pick(u_avg, u)
     omega, anchor = state.omega, state.anchor
@@ -365,20 +362,46 @@ def _primal_weight(steps: Steps, anchor, table, u, omega):
     moved (or a movement is not finite)."""
     dx = jnp.sqrt(jnp.sum((table - anchor[0]) ** 2 / steps.tau_a))
     dy = jnp.sqrt(jnp.sum((u - anchor[1]) ** 2 / steps.sig_u))
+    return weight_update(dx, dy, omega, steps.omega, steps.omega * steps.omega_range)
+
+
+def weight_update(dx, dy, omega, lo, hi):
+    """PDLP's smoothed step of the primal weight ``omega`` towards the ratio ``dx / dy`` of the
+    primal and dual movements since the last restart, clipped to ``[lo, hi]``; unchanged when
+    either side has not moved (or a movement is not finite). Shared with the lifted PDHG
+    (:mod:`._transport_pdhg`)."""
     ok = (dx > 1e-10) & (dy > 1e-10) & jnp.isfinite(dx) & jnp.isfinite(dy)
     ratio = jnp.where(ok, dx / jnp.where(ok, dy, 1.0), 1.0)
     new = jnp.exp(SMOOTHING * jnp.log(ratio) + (1 - SMOOTHING) * jnp.log(omega))
-    new = jnp.clip(new, steps.omega, steps.omega * steps.omega_range)
-    return jnp.where(ok, new, omega)
+    return jnp.where(ok, jnp.clip(new, lo, hi), omega)
 
 
-def _gap(obj, lb):
+def restart_rule(obj, viol, best_lb, k_cand, kkt, kkt_restart, gap_tol, viol_tol):
+    """``(done, restart)`` after a period: done when the candidate (objective ``obj``, largest
+    violation ``viol``) meets the stopping rule against ``best_lb``; restart when done or when
+    its KKT error ``k_cand`` meets PDLP's criteria against the error at the last restart
+    (:data:`SUFFICIENT`; or :data:`NECESSARY` and no longer improving on the last period's ``kkt``).
+    Shared with the lifted PDHG (:mod:`._transport_pdhg`)."""
+    done = (gap_to(obj, best_lb) <= gap_tol) & (viol <= viol_tol)
+    restart = (done | (k_cand <= SUFFICIENT * kkt_restart)
+               | ((k_cand <= NECESSARY * kkt_restart) & (k_cand > kkt)))
+    return done, restart
+
+
+def advance_duals(totals, sums, old_sums):
+    """The whole run's multiplier totals (never restarted) after a period that moved the running
+    sums (restarted at each restart) from ``old_sums`` to ``sums``."""
+    return tuple(t + new - old for t, new, old in zip(totals, sums, old_sums, strict=True))
+
+
+def gap_to(obj, lb):
+    """``(obj − lb) / |lb|`` (``obj − lb`` when ``lb = 0``)."""
     return (obj - lb) / jnp.where(lb != 0, jnp.abs(lb), 1.0)
 
 
 def relative_gap(state: PDHGState) -> jax.Array:
     """``(f(A) − LB) / |LB|`` of the restart candidate (``f(A) − LB`` when ``LB = 0``)."""
-    return _gap(state.obj, state.best_lb)
+    return gap_to(state.obj, state.best_lb)
 
 
 def _status(data: LinearData, state: PDHGState, gap_tol, viol_tol) -> jax.Array:

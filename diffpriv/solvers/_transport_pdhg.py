@@ -27,7 +27,7 @@ when the candidate is within ``gap_tol`` of the bound with relative residuals at
 ``viol_factor · gap_tol``, or at ``steps``.
 
 **Polish.** The candidate ``(A, γ)`` is then corrected by least norm onto its support so that the
-marginals hold exactly and no coupling costs more than its budget (:func:`polish`): then
+marginals hold exactly and no coupling costs more than its budget (:func:`polish_couplings`): then
 ``W_μ^μ(P_k, Q_k) ≤ ⟨Ĉ_k, γ_k⟩ ≤ ê_k`` and the certifier needs no repair (a relative violation of
 2 % costs a mixing weight of 2 %; on the ``wdp2-line`` benchmark problem of seed 5 polishing took
 the certified loss from 1.02 % to 0.44 % above the optimum).
@@ -68,18 +68,20 @@ from diffpriv.solvers._pdhg import (
     CONVERGED,
     DIVERGED,
     INFEASIBLE,
-    NECESSARY,
     RUNNING,
-    SMOOTHING,
     STATUS,
-    SUFFICIENT,
+    advance_duals,
+    gap_to,
     log_normalise,
+    restart_rule,
+    weight_update,
 )
 
-__all__ = ["TransportData", "transport_data", "applies", "run_transport", "batch_transport", "polish"]
+__all__ = ["TransportData", "transport_data", "applies", "run_transport", "batch_transport",
+           "polish_couplings"]
 
 TIGHTEN = 1e-6
-"""The Wasserstein budgets ``ε^μ`` are solved for at ``(1 − 10^-6)`` of their value."""
+"""The Wasserstein budgets ``ε^μ`` are solved for at ``(1 − 10^-6)`` of their value (:func:`_budgets`)."""
 
 
 class TransportData(NamedTuple):
@@ -89,6 +91,14 @@ class TransportData(NamedTuple):
     wb: jax.Array  # [K, R]
     cost: jax.Array  # [K, Y, Y] d^μ / max d^μ
     budget: jax.Array  # [K] ε^μ / max d^μ
+
+
+def _budgets(true_td: TransportData, scale=1.0, order=1.0) -> tuple[TransportData, TransportData]:
+    """``(true, solved)``: the comparisons at every budget ``ε`` times ``scale`` (``ε^μ`` by
+    ``scale^μ``, ``order`` the ``μ`` of each), and the same at the budgets the PDHG solves for,
+    :data:`TIGHTEN` below them."""
+    true = true_td._replace(budget=true_td.budget * scale**order)
+    return true, true._replace(budget=true.budget * (1.0 - TIGHTEN))
 
 
 def applies(problem: Problem, kinds) -> bool:
@@ -242,13 +252,11 @@ def _period(data, true_data, td, true_td, steps: Steps, st: State, length: int, 
     use_avg = k_avg <= k_cur
     k_cand = jnp.minimum(k_avg, k_cur)
     obj, viol = jnp.where(use_avg, obj_avg, obj_cur), jnp.where(use_avg, v_avg, v_cur)
-    duals = tuple(d + new - old for d, new, old in zip(st.duals, sums[2:], st.sums[2:], strict=True))
+    duals = advance_duals(st.duals, sums[2:], st.sums[2:])
     total = st.total + length
     lb_all = _bound(true_data, true_td, *(x / total for x in duals))
     best_lb = jnp.maximum(jnp.maximum(st.best_lb, lb_all), jnp.maximum(lb_cur, lb_avg))
-    done = (_gap(obj, best_lb) <= gap_tol) & (viol <= viol_tol)
-    restart = (done | (k_cand <= SUFFICIENT * st.kkt_restart)
-               | ((k_cand <= NECESSARY * st.kkt_restart) & (k_cand > st.kkt)))
+    done, restart = restart_rule(obj, viol, best_lb, k_cand, st.kkt, st.kkt_restart, gap_tol, viol_tol)
     pick = lambda v_avg, v_cur: jnp.where(restart & use_avg, v_avg, v_cur)  # noqa: E731
     point = (pick(t_avg, table), pick(g_avg, jnp.exp(psi)),
              *(pick(x, y) for x, y in zip(avg[2:], (u, a, b, z), strict=True)))
@@ -273,25 +281,17 @@ def _primal_weight(steps: Steps, anchor, point, omega):
     dx = jnp.sqrt(jnp.sum((a1 - a0) ** 2 / steps.tau_a) + jnp.sum((g1 - g0) ** 2) / steps.tau_g)
     sig = (1.0, steps.sig_m, steps.sig_m, steps.sig_z)
     dy = jnp.sqrt(sum(jnp.sum((y1 - y0) ** 2 / s) for y0, y1, s in zip(d0, d1, sig, strict=True)))
-    ok = (dx > 1e-10) & (dy > 1e-10) & jnp.isfinite(dx) & jnp.isfinite(dy)
-    ratio = jnp.where(ok, dx / jnp.where(ok, dy, 1.0), 1.0)
-    new = jnp.exp(SMOOTHING * jnp.log(ratio) + (1 - SMOOTHING) * jnp.log(omega))
-    new = jnp.clip(new, steps.omega / steps.omega_range, steps.omega * steps.omega_range)
-    return jnp.where(ok, new, omega)
-
-
-def _gap(obj, lb):
-    return (obj - lb) / jnp.where(lb != 0, jnp.abs(lb), 1.0)
+    return weight_update(dx, dy, omega, steps.omega / steps.omega_range, steps.omega * steps.omega_range)
 
 
 POLISH_SUPPORT = 1e-9
-"""Entries of the table and couplings below this are set to exactly 0 by :func:`polish`."""
+"""Entries of the table and couplings below this are set to exactly 0 by :func:`polish_couplings`."""
 
 POLISH_ROUNDS = 20
-"""Rounds of :func:`polish`: each drops the entries its correction would make negative."""
+"""Rounds of :func:`polish_couplings`: each drops the entries its correction would make negative."""
 
 
-def polish(td: TransportData, mask: np.ndarray, table: np.ndarray, coupling: np.ndarray):
+def polish_couplings(td: TransportData, mask: np.ndarray, table: np.ndarray, coupling: np.ndarray):
     """The least-norm correction of ``(A, γ)`` (entries above :data:`POLISH_SUPPORT`; the rest set
     to 0) after which every row of ``A`` sums to 1, every coupling has exactly the marginals of its
     laws, and every coupling's cost is at most its (tightened) budget: the binding ones (cost above
@@ -347,7 +347,7 @@ def _run(data, true_data, td, true_td, steps, state, period, limit, gap_tol, vio
 
     def status(st):
         finite = jnp.isfinite(st.kkt) & jnp.isfinite(st.obj) & ~jnp.any(jnp.isnan(st.theta))
-        converged = (_gap(st.obj, st.best_lb) <= gap_tol) & (st.viol <= viol_tol)
+        converged = (gap_to(st.obj, st.best_lb) <= gap_tol) & (st.viol <= viol_tol)
         return jnp.select([~finite, proves_infeasible(true_data, st.best_lb), converged],
                           [DIVERGED, INFEASIBLE, CONVERGED], RUNNING)
 
@@ -361,7 +361,7 @@ def _run(data, true_data, td, true_td, steps, state, period, limit, gap_tol, vio
 
 
 def _finish(opt, td, data, true_data, nl, kinds, table, coupling):
-    """``(rows [R, Y], violation)``: the candidate renormalised, or its polish (:func:`polish`)
+    """``(rows [R, Y], violation)``: the candidate renormalised, or its polish (:func:`polish_couplings`)
     when that lowers the exact violation (the nonlinear residuals, at the real budgets)."""
     from diffpriv.solvers._nonlinear import _nonlinear_violation
     from diffpriv.solvers._optimizer import _check_finite
@@ -371,7 +371,7 @@ def _finish(opt, td, data, true_data, nl, kinds, table, coupling):
     _check_finite(rows)
     viol = _nonlinear_violation(true_data, nl, kinds, rows)
     if opt.polish and viol > 0:
-        polished = polish(td, np.asarray(data.mask), np.asarray(table, np.float64),
+        polished = polish_couplings(td, np.asarray(data.mask), np.asarray(table, np.float64),
                           np.asarray(coupling, np.float64))
         if polished is not None:
             polished /= polished.sum(axis=-1, keepdims=True)
@@ -394,8 +394,7 @@ def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: D
     from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult
 
     start, compiled = time.perf_counter(), _COMPILE_SECONDS[0]
-    true_td = transport_data(nl, kinds)
-    td = true_td._replace(budget=true_td.budget * (1.0 - TIGHTEN))
+    true_td, td = _budgets(transport_data(nl, kinds))
     data = tighten(true_data)
     steps = _steps(data, td, opt.omega, opt.omega_range)
     state = _init(data, td, steps, jax.random.PRNGKey(seed))
@@ -409,7 +408,7 @@ def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: D
         done += int(ran)
         code = int(code)
         if progress is not None:
-            progress(done * opt.period, periods * opt.period, float(_gap(state.obj, state.best_lb)))
+            progress(done * opt.period, periods * opt.period, float(gap_to(state.obj, state.best_lb)))
     rows, viol = _finish(opt, td, data, true_data, nl, kinds, state.table, state.coupling)
     table = the_table(problem, rows)
     obj = problem.objective_value(table)
@@ -438,7 +437,7 @@ def batch_transport(opt, problem: Problem, scales, seed: int, base: LinearData, 
     for i, scale in enumerate(np.asarray(scales)):
         true_data = base._replace(pair_eps=scale * base.pair_eps, mix_eps=scale * base.mix_eps)
         nl_i = nl._replace(eps=tuple(scale * e for e in nl.eps))
-        td = true_td._replace(budget=true_td.budget * scale ** np.asarray(order) * (1.0 - TIGHTEN))
+        _, td = _budgets(true_td, scale, np.asarray(order))
         rows, _ = _finish(opt, td, tighten(true_data), true_data, nl_i, kinds, tables[i], couplings[i])
         out.append(the_table(problem, rows))
     return np.stack(out), np.asarray(bounds)
@@ -448,8 +447,7 @@ def batch_transport(opt, problem: Problem, scales, seed: int, base: LinearData, 
 def _batch_jit(base, true_td, order, scales, key, period, periods, omega, omega_range, gap_tol, viol_tol):
     def one(scale):
         true_data = base._replace(pair_eps=scale * base.pair_eps, mix_eps=scale * base.mix_eps)
-        true = true_td._replace(budget=true_td.budget * scale**order)
-        td = true._replace(budget=true.budget * (1.0 - TIGHTEN))
+        true, td = _budgets(true_td, scale, order)
         data = tighten(true_data)
         steps = _steps(data, td, omega, omega_range)
         state, _, _ = _run(data, true_data, td, true, steps, _init(data, td, steps, key), period, periods,
