@@ -50,11 +50,9 @@ def grid_problem(kind: str, n: int) -> dp.Problem:
         items = (dp.Item("home", home), dp.Item("out", out))
         return dp.Problem(dom, dom, loss, (home + out) / 2, items=items,
                           constraints=(dp.DistP(((0, 1),), 1.0),))
-    r = np.arange(n * n).reshape(n, n)
-    pairs = np.concatenate([np.stack([r[:, :-1].ravel(), r[:, 1:].ravel()], 1),
-                            np.stack([r[:-1].ravel(), r[1:].ravel()], 1)])
+    pairs = dom.pairs_within(1.0)  # 4-neighbour cells
     return dp.Problem(dom, dom, loss, np.full(n * n, 1.0 / (n * n)),
-                      constraints=(dp.ExtendedDP(0.5, pairs=tuple(map(tuple, pairs.tolist()))),))
+                      constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
 
 
 def run_one(kind: str, n: int, stage: str, steps: int) -> dict:

@@ -111,11 +111,9 @@ def test_memory_is_the_tables_not_comparisons_times_outputs(monkeypatch):
     repair a few tables."""
     n = 20
     dom = dp.Domain.grid(n, n)
-    r = np.arange(n * n).reshape(n, n)
-    pairs = np.concatenate([np.stack([r[:, :-1].ravel(), r[:, 1:].ravel()], 1),
-                            np.stack([r[:-1].ravel(), r[1:].ravel()], 1)])
+    pairs = dom.pairs_within(1.0)  # 4-neighbour cells
     problem = dp.Problem(dom, dom, dom.distances(dom), np.full(n * n, 1.0 / n**2),
-                         constraints=(dp.ExtendedDP(0.5, pairs=tuple(map(tuple, pairs.tolist()))),))
+                         constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
     rng = np.random.default_rng(0)
     table = np.exp(-0.25 * problem.loss)[None] * rng.uniform(0.6, 1.4, problem.shape)
     table /= table.sum(axis=-1, keepdims=True)

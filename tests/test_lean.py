@@ -27,12 +27,10 @@ from diffpriv.solvers._polish import violation
 def grid_xdp(n: int, eps: float = 0.5) -> dp.Problem:
     """Geo-indistinguishability on an ``n × n`` grid with grid4 neighbours."""
     dom = dp.Domain.grid(n, n, 1.0)
-    r = np.arange(n * n).reshape(n, n)
-    pairs = np.concatenate([np.stack([r[:, :-1].ravel(), r[:, 1:].ravel()], 1),
-                            np.stack([r[:-1].ravel(), r[1:].ravel()], 1)])
+    pairs = dom.pairs_within(1.0)  # 4-neighbour cells
     prior = np.random.default_rng(n).dirichlet(np.ones(n * n))
     return dp.Problem(dom, dom, dom.distances(dom), prior,
-                      constraints=(dp.ExtendedDP(eps, pairs=tuple(map(tuple, pairs.tolist()))),))
+                      constraints=(dp.ExtendedDP(eps, pairs=pairs),))
 
 
 def dense_g(op) -> np.ndarray:

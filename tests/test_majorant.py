@@ -15,12 +15,10 @@ from diffpriv.solvers._linear import tighten_eps
 
 def geo_problem(n=4, eps=0.7, seed=0):
     dom = dp.Domain.grid(n, n, 1.0)
-    r = np.arange(n * n).reshape(n, n)
-    pairs = np.concatenate([np.stack([r[:, :-1].ravel(), r[:, 1:].ravel()], 1),
-                            np.stack([r[:-1].ravel(), r[1:].ravel()], 1)])
+    pairs = dom.pairs_within(1.0)  # 4-neighbour cells
     prior = np.random.default_rng(seed).dirichlet(np.ones(n * n))
     return dp.Problem(dom, dom, dom.distances(dom), prior,
-                      constraints=(dp.ExtendedDP(eps, pairs=tuple(map(tuple, pairs.tolist()))),))
+                      constraints=(dp.ExtendedDP(eps, pairs=pairs),))
 
 
 def violated(problem, seed, scale=0.05):

@@ -260,11 +260,9 @@ def test_adaptive_restarts_keep_averaging_on_a_geo_grid():
     enough (no fixed-period or artificial restarts), 5,000 steps give a certified lower bound
     within 3 % of the LP optimum (fixed restarts every period gave 4.6 %)."""
     dom = dp.Domain.grid(8, 8, 1.0)
-    r = np.arange(64).reshape(8, 8)
-    pairs = np.concatenate([np.stack([r[:, :-1].ravel(), r[:, 1:].ravel()], 1),
-                            np.stack([r[:-1].ravel(), r[1:].ravel()], 1)])
+    pairs = dom.pairs_within(1.0)  # 4-neighbour cells
     problem = dp.Problem(dom, dom, dom.distances(dom), np.full(64, 1 / 64),
-                         constraints=(dp.ExtendedDP(0.5, pairs=tuple(map(tuple, pairs.tolist()))),))
+                         constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
     ref = solve_lp(problem).value
     result = dp.optimize(problem, steps=5000, gap_tol=1e-12, polish=False)
     assert 0.97 * ref <= result.lower_bound <= ref * (1 + 1e-9)

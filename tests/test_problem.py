@@ -383,3 +383,16 @@ def test_a_kind_is_registered_once():
     with pytest.raises(ValueError, match=r"^objective kind 'worst' is registered twice$"):
         dp.register_objective(dp.WorstCaseLoss)
     assert dp.FAMILIES["distp"] is dp.DistP and dp.OBJECTIVES["worst"] is dp.WorstCaseLoss
+
+
+@pytest.mark.parametrize("radius", [1.0, np.sqrt(2.0), 2.5])
+def test_pairs_within_is_the_brute_force_radius_graph(radius):
+    """``Domain.pairs_within`` lists exactly the pairs ``i < j`` at most ``radius`` apart (a 6 × 7
+    grid: 4-neighbour, 8-neighbour and a wider radius), sorted, against the distance matrix."""
+    dom = dp.Domain.grid(6, 7, 1.0)
+    d = dom.distances(dom)
+    i, j = np.nonzero(np.triu(d <= radius * (1 + 1e-9), k=1))
+    assert dom.pairs_within(radius) == tuple(zip(i.tolist(), j.tolist(), strict=True))
+    assert len(dp.Domain.grid(6, 7).pairs_within(1.0)) == 6 * 6 + 5 * 7
+    with pytest.raises(dp.SpecError, match="domain.pairs_within: needs coordinates"):
+        dp.Domain(("a", "b")).pairs_within(1.0)

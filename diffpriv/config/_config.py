@@ -386,16 +386,13 @@ def _neighbours(field: str, c: ConstraintCfg, cfg: DomainCfg, xs: Domain, budget
         if xs.coords is None:
             raise ConfigError(f"{field}.radius: needs input coordinates")
         radius = c.radius
-    # A k-d tree finds the pairs without the [n, n] distance matrix (800 MB at 10,000 cells);
-    # it counts them first, so that a radius covering everything builds nothing.
+    # Counted first by a k-d tree (no [n, n] distance matrix: 800 MB at 10,000 cells), so that a
+    # radius covering everything builds nothing; then Domain.pairs_within lists them.
     tree, r = scipy.spatial.cKDTree(xs.coords), radius * (1 + 1e-9)
     n_pairs = (int(tree.count_neighbors(tree, r)) - xs.size) // 2
     where = f"{field}.{'neighbours' if c.neighbours is not None else 'radius'}"
     _count(where, n_pairs, budget, f"{n_pairs} pairs of inputs within {radius:g}")
-    found = tree.query_pairs(r, output_type="ndarray")
-    found = np.sort(found, axis=1)
-    found = found[np.lexsort((found[:, 1], found[:, 0]))]
-    pairs = tuple((int(i), int(j)) for i, j in found)
+    pairs = xs.pairs_within(radius)
     if not pairs:
         raise ConfigError(f"{field}.radius: no pair of inputs is within {radius:g}")
     return pairs
