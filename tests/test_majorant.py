@@ -1,4 +1,4 @@
-"""The majorant polish (``diffpriv.solvers._polish.majorant``): a table that slightly violates pure
+"""The majorant polish (``diffpriv.solvers._majorant.majorant``): a table that slightly violates pure
 pair bounds (local / extended DP) is made feasible by raising entries, checked against a brute-force
 majorant (all-pairs shortest paths) and by the certifier with no repair."""
 
@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse.csgraph
 
 import diffpriv as dp
-from diffpriv.solvers import _polish
+from diffpriv.solvers import _majorant
 from diffpriv.solvers._linear import tighten_eps
 
 
@@ -34,7 +34,7 @@ def brute_force(problem, rows):
     ns, nx, ny = problem.shape
     (block,) = problem.blocks()
     ra, rb = block.rows(nx)
-    eps = tighten_eps(np.asarray(block.eps, np.float64)) * (1 - _polish.MAJORANT_MARGINS[0])
+    eps = tighten_eps(np.asarray(block.eps, np.float64)) * (1 - _majorant.MAJORANT_MARGINS[0])
     graph = scipy.sparse.coo_array((eps, (ra, rb)), shape=(nx, nx)).tocsr()
     dist = scipy.sparse.csgraph.shortest_path(graph, directed=False)
     with np.errstate(divide="ignore"):
@@ -47,9 +47,9 @@ def brute_force(problem, rows):
 def test_one_round_is_the_brute_force_majorant(seed, monkeypatch):
     problem = geo_problem(seed=seed)
     rows = violated(problem, seed)
-    monkeypatch.setattr(_polish, "MAJORANT_ROUNDS", 1)
-    monkeypatch.setattr(_polish, "MAJORANT_MARGINS", _polish.MAJORANT_MARGINS[:1])
-    np.testing.assert_allclose(_polish.majorant(problem, rows), brute_force(problem, rows), rtol=1e-12)
+    monkeypatch.setattr(_majorant, "MAJORANT_ROUNDS", 1)
+    monkeypatch.setattr(_majorant, "MAJORANT_MARGINS", _majorant.MAJORANT_MARGINS[:1])
+    np.testing.assert_allclose(_majorant.majorant(problem, rows), brute_force(problem, rows), rtol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -58,7 +58,7 @@ def test_raised_tables_certify_without_repair_and_cost_little(seed):
     optimum = dp.solvers.lp(problem).value
     rows = violated(problem, seed)
     assert dp.certify(problem, rows.reshape(problem.shape)).repair_t > 0  # the input needs repair
-    raised = _polish.majorant(problem, rows)
+    raised = _majorant.majorant(problem, rows)
     cert = dp.certify(problem, raised.reshape(problem.shape))
     assert cert.ok and cert.repair_t == 0
     # the raise moves the loss by about the perturbation, and never below the optimum
@@ -68,7 +68,7 @@ def test_raised_tables_certify_without_repair_and_cost_little(seed):
 def test_a_feasible_table_with_room_is_unchanged():
     problem = geo_problem()
     uniform = np.full((16, 16), 1 / 16)
-    np.testing.assert_array_equal(_polish.majorant(problem, uniform), uniform)
+    np.testing.assert_array_equal(_majorant.majorant(problem, uniform), uniform)
 
 
 def test_other_constraints_and_supports_are_left_to_mixing():
@@ -77,10 +77,10 @@ def test_other_constraints_and_supports_are_left_to_mixing():
     distp = dataclasses.replace(problem, items=(dp.Item("a", np.full(16, 1 / 16)),
                                                 dp.Item("b", np.eye(16)[0])),
                                 constraints=(*problem.constraints, dp.DistP(((0, 1),), 2.0)))
-    assert _polish.majorant(distp, rows) is None
+    assert _majorant.majorant(distp, rows) is None
     y = int(np.argmax(rows[1]))  # row 1 neighbours row 0: with rows[0, y] = 0 it would rise
     support = np.ones(problem.shape, bool)
     support[0, 0, y] = False
     rows[0, y] = 0.0
     rows /= rows.sum(axis=1, keepdims=True)
-    assert _polish.majorant(dataclasses.replace(problem, support=support), rows) is None
+    assert _majorant.majorant(dataclasses.replace(problem, support=support), rows) is None
