@@ -51,7 +51,7 @@ def grid_problem(kind: str, n: int) -> dp.Problem:
         items = (dp.Item("home", home), dp.Item("out", out))
         return dp.Problem(dom, dom, loss, (home + out) / 2, items=items,
                           constraints=(dp.DistP(((0, 1),), 1.0),))
-    pairs = dom.pairs_within(1.0)  # 4-neighbour cells
+    pairs = dp.pairs_within(dom, 1.0)  # 4-neighbour cells
     return dp.Problem(dom, dom, loss, np.full(n * n, 1.0 / (n * n)),
                       constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
 

@@ -178,3 +178,32 @@ def tiny_cases(draw):
 @given(tiny_cases())
 def test_repaired_tables_hold_exactly(case):
     check_repaired(*case)
+
+
+@pytest.mark.parametrize("kind", ["ldp", "xdp", "distp"])
+def test_the_closed_form_floor_settles_the_least_t_in_one_check(kind, monkeypatch):
+    """``_Mixer.pure_floor`` (the least ``t`` of the pure comparisons, in closed form) gives the
+    bisection's answer to its tolerance; with pure budgets only it takes two checks (``t = 0`` and
+    just above the floor) instead of ~20. With a δ budget beside them (``distp``) the answer is
+    still the bisection's."""
+    from diffpriv.certification import _repair
+
+    rng = np.random.default_rng(11)
+    calls = []
+    all_ok = _repair._Mixer.all_ok
+    monkeypatch.setattr(_repair._Mixer, "all_ok", lambda self, t, nu: calls.append(t) or all_ok(self, t, nu))
+    for _ in range(3):
+        problem = make_problem(kind, rng)
+        A = sanitize_table(problem, violating_table(problem, rng))
+        blocks = problem.blocks()
+        mixer = _repair._Mixer(budgets(blocks), problem.shape, comparison_levels(problem, A, blocks).laws)
+        nu = rng.dirichlet(np.ones(problem.shape[2]))
+        calls.clear()
+        fast, checks = mixer.least_t(nu, RTOL), len(calls)
+        with monkeypatch.context() as m:
+            m.setattr(_repair._Mixer, "pure_floor", lambda self, nu: 0.0)
+            slow = mixer.least_t(nu, RTOL)
+        assert 0 < fast < 1 and fast == pytest.approx(slow, rel=2 * RTOL)
+        assert mixer.all_ok(fast, nu) and not mixer.all_ok(fast * (1 - RTOL), nu)
+        if kind != "distp":
+            assert checks == 2

@@ -260,7 +260,7 @@ def test_adaptive_restarts_keep_averaging_on_a_geo_grid():
     enough (no fixed-period or artificial restarts), 5,000 steps give a certified lower bound
     within 3 % of the LP optimum (fixed restarts every period gave 4.6 %)."""
     dom = dp.Domain.grid(8, 8, 1.0)
-    pairs = dom.pairs_within(1.0)  # 4-neighbour cells
+    pairs = dp.pairs_within(dom, 1.0)  # 4-neighbour cells
     problem = dp.Problem(dom, dom, dom.distances(dom), np.full(64, 1 / 64),
                          constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
     ref = solve_lp(problem).value

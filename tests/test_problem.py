@@ -387,12 +387,15 @@ def test_a_kind_is_registered_once():
 
 @pytest.mark.parametrize("radius", [1.0, np.sqrt(2.0), 2.5])
 def test_pairs_within_is_the_brute_force_radius_graph(radius):
-    """``Domain.pairs_within`` lists exactly the pairs ``i < j`` at most ``radius`` apart (a 6 × 7
+    """``dp.pairs_within`` lists exactly the pairs ``i < j`` at most ``radius`` apart (a 6 × 7
     grid: 4-neighbour, 8-neighbour and a wider radius), sorted, against the distance matrix."""
     dom = dp.Domain.grid(6, 7, 1.0)
     d = dom.distances(dom)
     i, j = np.nonzero(np.triu(d <= radius * (1 + 1e-9), k=1))
-    assert dom.pairs_within(radius) == tuple(zip(i.tolist(), j.tolist(), strict=True))
-    assert len(dp.Domain.grid(6, 7).pairs_within(1.0)) == 6 * 6 + 5 * 7
+    assert dp.count_pairs_within(dom, radius) == i.size
+    assert dp.pairs_within(dom, radius) == tuple(zip(i.tolist(), j.tolist(), strict=True))
+    assert len(dp.pairs_within(dp.Domain.grid(6, 7), 1.0)) == 6 * 6 + 5 * 7
     with pytest.raises(dp.SpecError, match="domain.pairs_within: needs coordinates"):
-        dp.Domain(("a", "b")).pairs_within(1.0)
+        dp.pairs_within(dp.Domain(("a", "b")), 1.0)
+    with pytest.raises(dp.SpecError, match="domain.pairs_within: radius must be finite"):
+        dp.pairs_within(dom, float("nan"))

@@ -123,11 +123,41 @@ class _Mixer:
         """Every comparison holds after mixing ``(t, ν)``; stops at the first piece that fails."""
         return t >= 1.0 or all(ok.all() for ok in self._ok(t, nu))
 
+    def pure_floor(self, nu: np.ndarray) -> float:
+        """A ``t`` below which some pure comparison (δ = 0) still fails, in closed form: mixing
+        moves ``P[y] − e·Q[y]`` (``e = e^ε`` at the repair target) linearly, to
+        ``(1 − t)(P − eQ)[y] − t(e − 1)ν[y]``, so where it is positive the ratio needs
+        ``t ≥ (P − eQ) / (P − eQ + (e − 1)ν)`` at ``y`` (and ``t = 1`` where ``ν[y] = 0``); both
+        directions, the largest over all. Only a starting point for :meth:`least_t`, which
+        checks every ``t`` it returns; δ budgets and divergences give no floor (0)."""
+        c = self.budgets
+        target = pure_bound(c.eps, *self.shape[1:], REPAIR_FACTOR)
+        floor = 0.0
+        for lo, hi, P, Q in self.laws.chunks():
+            if c.divergent[lo] or c.delta[lo] > 0:
+                continue
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                e = np.exp(target[lo:hi])[:, None]
+                for d in (P - np.where(Q > 0, e * Q, 0.0), Q - np.where(P > 0, e * P, 0.0)):
+                    need = np.where(d > 0, d / (d + (e - 1.0) * nu), 0.0)
+                    floor = max(floor, float(np.nanmax(need, initial=0.0)))
+        return min(floor, 1.0)
+
     def least_t(self, nu: np.ndarray, rtol: float) -> float:
-        """Least ``t`` (to relative ``rtol``) with every comparison holding; ``hi`` always holds."""
+        """Least ``t`` (to relative ``rtol``) with every comparison holding; ``hi`` always holds.
+        Starts from :meth:`pure_floor`: where only pure budgets fail, the floor just above it
+        holds and one check settles ``t`` (each bisection step is a pass over the comparisons)."""
         if self.all_ok(0.0, nu):
             return 0.0
-        lo, hi = 0.0, 1.0
+        lo, hi = self.pure_floor(nu), 1.0
+        if lo >= 1.0:  # an output with ν = 0 at a (perhaps borderline) ratio: the checks decide
+            lo = 0.0
+        elif lo > 0.0:
+            first = min(1.0, lo * (1.0 + 0.5 * rtol))
+            if self.all_ok(first, nu):
+                hi = first
+            else:
+                lo = first
         for _ in range(200):  # t below 2^-200 is not worth resolving
             if hi - lo <= rtol * hi:
                 break

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-import scipy.spatial
 from pydantic import Field, ValidationError, create_model, model_validator
 
 from diffpriv.config._distributions import ConfigError, DistributionCfg, Number, StrictModel, distribution
 from diffpriv.io._files import FileFormatError, read_text
 from diffpriv.problems._divergence_families import DivergenceDistP, DivergenceDP, ExtendedDistP
+from diffpriv.problems._neighbours import count_pairs_within, pairs_within
 from diffpriv.problems._problem import DistP, Domain, ExtendedDP, Item, LocalDP, Problem, SpecError
 from diffpriv.problems._transport_families import WassersteinDistP, WassersteinDP
 from diffpriv.solvers._options import Options
@@ -387,12 +387,11 @@ def _neighbours(field: str, c: ConstraintCfg, cfg: DomainCfg, xs: Domain, budget
             raise ConfigError(f"{field}.radius: needs input coordinates")
         radius = c.radius
     # Counted first by a k-d tree (no [n, n] distance matrix: 800 MB at 10,000 cells), so that a
-    # radius covering everything builds nothing; then Domain.pairs_within lists them.
-    tree, r = scipy.spatial.cKDTree(xs.coords), radius * (1 + 1e-9)
-    n_pairs = (int(tree.count_neighbors(tree, r)) - xs.size) // 2
+    # radius covering everything builds nothing; then listed.
+    n_pairs = count_pairs_within(xs, radius)
     where = f"{field}.{'neighbours' if c.neighbours is not None else 'radius'}"
     _count(where, n_pairs, budget, f"{n_pairs} pairs of inputs within {radius:g}")
-    pairs = xs.pairs_within(radius)
+    pairs = pairs_within(xs, radius)
     if not pairs:
         raise ConfigError(f"{field}.radius: no pair of inputs is within {radius:g}")
     return pairs

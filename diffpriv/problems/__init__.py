@@ -14,6 +14,7 @@ from diffpriv.problems._known import (
     random_problem,
     randomized_response,
 )
+from diffpriv.problems._neighbours import count_pairs_within, pairs_within
 from diffpriv.problems._objectives import (
     OBJECTIVES,
     ExpectedLoss,
@@ -60,6 +61,8 @@ __all__ = [
     "Constraint",
     "DistP",
     "Domain",
+    "count_pairs_within",
+    "pairs_within",
     "ExtendedDP",
     "Item",
     "LocalDP",

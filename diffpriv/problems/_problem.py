@@ -88,20 +88,6 @@ class Domain:
         labels = tuple(f"r{i}c{j}" for i, j in zip(r.ravel(), c.ravel(), strict=True))
         return Domain(labels, coords)
 
-    def pairs_within(self, radius: float) -> tuple[tuple[int, int], ...]:
-        """Every pair ``(i, j)``, ``i < j``, of points at most ``radius`` apart (a relative
-        ``10^-9`` of slack for rounding), sorted: on :meth:`grid` cells of side ``c``, radius
-        ``c`` gives the 4-neighbour pairs and ``c·√2`` the 8-neighbour ones. Found by a k-d tree,
-        so no ``[n, n]`` distance matrix is formed."""
-        import scipy.spatial
-
-        if self.coords is None:
-            raise SpecError("domain.pairs_within: needs coordinates")
-        found = scipy.spatial.cKDTree(self.coords).query_pairs(radius * (1 + 1e-9), output_type="ndarray")
-        found = np.sort(found.reshape(-1, 2), axis=1)
-        found = found[np.lexsort((found[:, 1], found[:, 0]))]
-        return tuple((int(i), int(j)) for i, j in found)
-
     def distances(self, other: Domain) -> np.ndarray:
         """Euclidean distances ``[n_self, n_other]`` between coordinates (see :func:`euclidean`:
         two ``[n_self, n_other]`` arrays of memory, ``+∞`` beyond float64)."""
