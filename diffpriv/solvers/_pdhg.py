@@ -129,20 +129,14 @@ def step_sizes(data: LinearData, *, worst: bool, omega_scale: float, omega_range
     op = operator(data)
     bound_op = op if bound_data is None else operator(bound_data)
     delta = op.delta
-    colsum = op.abs_column_sums()  # [R]
-    row_norm = epigraph_norm(data)
-    active = data.row_active
-    if worst:  # the largest coefficient of a row's entries in the epigraph constraints
-        weights = epigraph_weights(data, jnp.where(active, 1.0 / row_norm, 0.0))
-        colsum = colsum + jnp.max(jnp.where(data.mask, weights, 0.0), axis=1)
+    row_norm, tau_t, top, epi_colsum = epigraph_steps(data)
+    colsum = op.abs_column_sums() + (epi_colsum if worst else 0.0)  # [R]
     positive = colsum > 0
     floor = jnp.min(jnp.where(positive, colsum, jnp.inf))
     floor = jnp.where(jnp.isfinite(floor), floor, 1.0)
     tau_a = 1.0 / jnp.maximum(colsum, floor)
     tau_w = jnp.where(delta > 0, 1.0 / jnp.where(delta > 0, delta, 1.0), 0.0)
     sig_u = 1.0 / (1.0 + delta)
-    tau_t = 1.0 / jnp.maximum(jnp.sum(jnp.where(active, 1.0 / row_norm, 0.0)), 1e-300)
-    top = jnp.max(jnp.where(data.mask, data.row_loss, 0.0))
     if worst:
         scale = jnp.maximum(top, 1e-300) / tau_t
     else:
@@ -150,6 +144,21 @@ def step_sizes(data: LinearData, *, worst: bool, omega_scale: float, omega_range
         scale = 1.0 / jnp.maximum(jnp.max(reach), 1e-300)
     return Steps(op, bound_op, tau_a[:, None], tau_w[:, None], tau_t, sig_u[:, None], row_norm, top,
                  omega_scale * scale, jnp.asarray(omega_range, dtype=scale.dtype))
+
+
+def epigraph_steps(data: LinearData):
+    """``(row_norm, tau_t, top, colsum)`` of an epigraph objective's constraints ``ℓ_r(A) ≤ t``,
+    each scaled by its ℓ1 norm ``row_norm``: the step of ``t`` (``1 /`` the sum of its
+    coefficients), the upper bound ``T`` on ``t`` (the largest allowed loss), and what the
+    constraints add to each table row's column sum (its largest coefficient). Shared with the
+    lifted PDHG (:mod:`._transport_pdhg`)."""
+    row_norm = epigraph_norm(data)
+    active = data.row_active
+    weights = epigraph_weights(data, jnp.where(active, 1.0 / row_norm, 0.0))
+    colsum = jnp.max(jnp.where(data.mask, weights, 0.0), axis=1)
+    tau_t = 1.0 / jnp.maximum(jnp.sum(jnp.where(active, 1.0 / row_norm, 0.0)), 1e-300)
+    top = jnp.max(jnp.where(data.mask, data.row_loss, 0.0))
+    return row_norm, tau_t, top, colsum
 
 
 def init_state(data: LinearData, steps: Steps, key: jax.Array, jitter: float = 1e-3, *,
