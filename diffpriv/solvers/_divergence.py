@@ -55,7 +55,7 @@ from diffpriv.solvers._divergence_levels import (
 )
 
 __all__ = ["DivergenceData", "Kind", "divergence_data", "frank_wolfe_bound", "linearized", "residuals",
-           "transport_dual_bound"]
+           "transport_dual_bound", "coupling_dual"]
 
 Kind = tuple[str, float | None]
 """A group's divergence name and Rényi order (static)."""
@@ -218,6 +218,16 @@ def frank_wolfe_bound(linear_cost, mask, bound_of, dd: DivergenceData, kinds: tu
     return jnp.maximum(best, bound_of(linearized(dd, kinds, a, lam)))
 
 
+def coupling_dual(cost, a, b, z, budget):
+    """``[K]``: ``min_ij (a_ki + b_kj + z_k C_kij) − z_k ê_k``, each comparison's coupling term of
+    the transport Lagrangian (``cost`` ``[K, Y, Y]``, marginal multipliers ``a``, ``b`` ``[K, Y]``,
+    cost multipliers ``z ≥ 0``): with ``⟨a_k, P_k⟩ + ⟨b_k, Q_k⟩`` subtracted from the table's term, a
+    lower bound of ``z_k (W_μ^μ(P_k, Q_k) − ê_k)`` for any free ``a``, ``b``. Shared by the
+    augmented Lagrangian's bound (:func:`transport_dual_bound`) and the lifted PDHG's."""
+    inner = jnp.min(a[:, :, None] + b[:, None, :] + z[:, None, None] * cost, axis=(1, 2))
+    return inner - z * budget
+
+
 def transport_dual_bound(bound_of, dd: DivergenceData, kinds: tuple[Kind, ...], table, lam, steps: int):
     """The best bound over ``steps`` of Adam ascent on free transport multipliers.
 
@@ -258,8 +268,7 @@ def transport_dual_bound(bound_of, dd: DivergenceData, kinds: tuple[Kind, ...], 
         for (i, mu, weight), (u, v) in zip(groups, uv, strict=True):
             rows = dd.wa[i].T @ u + dd.wb[i].T @ v  # [R, Y] in the group's output order
             grad = grad.at[:, dd.order[i]].add(rows)
-            gap = jnp.min(weight[:, None, None] * dd.ground[i] - u[:, :, None] - v[:, None, :], axis=(1, 2))
-            const = const + jnp.sum(gap - weight * dd.eps[i] ** mu)
+            const = const + jnp.sum(coupling_dual(dd.ground[i], -u, -v, weight, dd.eps[i] ** mu))
         return bound_of((grad, const))
 
     if not groups:

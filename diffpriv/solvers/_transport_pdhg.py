@@ -64,7 +64,7 @@ import scipy.sparse.linalg
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
-from diffpriv.solvers._divergence import DivergenceData
+from diffpriv.solvers._divergence import DivergenceData, coupling_dual
 from diffpriv.solvers._linear import (
     LinearData,
     epigraph_values,
@@ -214,8 +214,7 @@ def _bound(data: LinearData, td: TransportData, u, a, b, z, nu=None, *, worst: b
     """The weak-duality bound (module docstring); ``nu``: the epigraph multipliers (unscaled) of a
     worst-case objective."""
     z = jnp.maximum(z, 0.0)
-    inner = jnp.min(a[:, :, None] + b[:, None, :] + z[:, None, None] * td.cost, axis=(1, 2))
-    lin = (-(td.wa.T @ a + td.wb.T @ b), jnp.sum(inner - z * td.budget))
+    lin = (-(td.wa.T @ a + td.wb.T @ b), jnp.sum(coupling_dual(td.cost, a, b, z, td.budget)))
     return lower_bound(data, u, nu if worst else None, worst=worst, op=operator(data), linearized=lin)
 
 
