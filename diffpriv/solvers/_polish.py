@@ -157,7 +157,8 @@ _GRAM_ROWS = 6000
 
 _LSQR_WORK, _LSQR_MIN = 10**10, 100
 """LSQR's iterations are capped at ``max(_LSQR_MIN, _LSQR_WORK / nnz)`` (and ``20·cols``): about
-``2·10^10`` multiply-adds (two products per iteration), a minute or two on a laptop core. An inexact correction is safe (a
-round is kept only if it lowers the violation); an unbounded one was not: pure DistP on a 64 × 64
-grid (12,000 active rows, 16.7 million free entries, 33 million non-zeros) ran LSQR for over 30
-minutes in one polish (``20·cols`` is 3·10^8 iterations), where the cap allows 300."""
+``2·10^10`` multiply-adds (two products per iteration), a minute or two on a laptop core. An
+inexact correction is safe (a round is kept only if it lowers the violation); an unbounded one was
+not: pure DistP on a 64 × 64 grid (12,000 active rows, 16.7 million free entries, 33 million
+non-zeros) ran LSQR for over 30 minutes in one polish (``20·cols`` is 3·10^8 iterations), where
+the cap allows 300."""
