@@ -159,6 +159,7 @@ _LSQR_WORK, _LSQR_MIN = 10**10, 100
 """LSQR's iterations are capped at ``max(_LSQR_MIN, _LSQR_WORK / nnz)`` (and ``20·cols``): about
 ``2·10^10`` multiply-adds (two products per iteration), a minute or two on a laptop core. An
 inexact correction is safe (a round is kept only if it lowers the violation); an unbounded one was
-not: pure DistP on a 64 × 64 grid (12,000 active rows, 16.7 million free entries, 33 million
-non-zeros) ran LSQR for over 30 minutes in one polish (``20·cols`` is 3·10^8 iterations), where
-the cap allows 300."""
+not: pure DistP on a 64 × 64 grid (up to 12,300 active rows, 16.7 million free entries, up to
+50 million non-zeros) ran LSQR for over 30 minutes in one polish (``20·cols`` is 3·10^8
+iterations), where the cap allows about 200 (a capped 3,000-step run then took 12.7 minutes in
+all, benchmarks/RESULTS.md)."""
