@@ -231,10 +231,26 @@ def _violations(data, steps, table, w, t, worst):
     v = jax.nn.relu(steps.op.apply(table) - _slack_term(steps, w))
     total, top = _sum_and_max(v)
     if worst:
-        rows = epigraph_values(data, table)
-        r = jnp.where(data.row_active, jax.nn.relu(rows - t) / steps.row_norm, 0.0)
+        r = epigraph_violations(data, steps, table, t)
         total, top = total + jnp.sum(r), jnp.maximum(top, jnp.max(r))
     return total, top
+
+
+def epigraph_violations(data: LinearData, steps, table, t):
+    """``relu(ℓ_r(A) − t) / row_norm`` on rows with positive prior: the epigraph constraints'
+    violations in the balanced units (``steps``: any step sizes with ``row_norm``). Shared with the
+    lifted PDHG (:mod:`._transport_pdhg`)."""
+    return jnp.where(data.row_active, jax.nn.relu(epigraph_values(data, table) - t) / steps.row_norm, 0.0)
+
+
+def epigraph_step(data: LinearData, steps, t, nu, bar_a, om):
+    """``(t, ν)`` after one PDHG step of the epigraph block ``ℓ_r(A) ≤ t`` (scaled by ``row_norm``):
+    a projected primal step of ``t`` in ``[0, T]``, then the multipliers' step at the extrapolated
+    ``(Ā, t̄)``. ``steps``: any step sizes with ``tau_t``, ``row_norm``, ``top``. Shared with the
+    lifted PDHG (:mod:`._transport_pdhg`)."""
+    t_n = jnp.clip(t - om * steps.tau_t * (1.0 - jnp.sum(nu / steps.row_norm)), 0.0, steps.top)
+    rows = epigraph_values(data, bar_a) - (2.0 * t_n - t)
+    return t_n, jnp.where(data.row_active, jax.nn.relu(nu + rows / steps.row_norm / om), 0.0)
 
 
 def _kkt(data, bound_data, steps, table, w, t, u, nu, worst):
@@ -272,9 +288,7 @@ def _step(data: LinearData, steps: Steps, worst: bool, average: bool, om):
         resid = steps.op.apply(bar_a) - _slack_term(steps, bar_w)
         u_n = jax.nn.relu(u + steps.sig_u / om * resid)
         if worst:
-            t_n = jnp.clip(t - om * steps.tau_t * (1.0 - jnp.sum(nu / steps.row_norm)), 0.0, steps.top)
-            rows = epigraph_values(data, bar_a) - (2.0 * t_n - t)
-            nu_n = jnp.where(data.row_active, jax.nn.relu(nu + rows / steps.row_norm / om), 0.0)
+            t_n, nu_n = epigraph_step(data, steps, t, nu, bar_a, om)
         else:
             t_n, nu_n = t, nu
         if average:

@@ -67,7 +67,6 @@ from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is ma
 from diffpriv.solvers._divergence import DivergenceData, coupling_dual
 from diffpriv.solvers._linear import (
     LinearData,
-    epigraph_values,
     epigraph_weights,
     lower_bound,
     operator,
@@ -82,7 +81,9 @@ from diffpriv.solvers._pdhg import (
     RUNNING,
     STATUS,
     advance_duals,
+    epigraph_step,
     epigraph_steps,
+    epigraph_violations,
     gap_to,
     log_normalise,
     objective,
@@ -232,7 +233,7 @@ def _evaluate(data, true_data, td, true_td, steps, worst, table, gamma, t, u, a,
     top = jnp.maximum(jnp.max(lin, initial=0.0),
                       jnp.maximum(jnp.max(jnp.abs(ma)) + jnp.max(jnp.abs(mb)), jnp.max(cost)))
     if worst:
-        rows = jnp.where(data.row_active, jax.nn.relu(epigraph_values(data, table) - t) / steps.row_norm, 0.0)
+        rows = epigraph_violations(data, steps, table, t)
         viol, top = viol + jnp.sum(rows), jnp.maximum(top, jnp.max(rows))
     lb = _bound(true_data, true_td, u, a, b, z, nu / steps.row_norm, worst=worst)
     obj = objective(data, table, worst=worst)
@@ -279,10 +280,8 @@ def _period(data, true_data, td, true_td, steps: Steps, st: State, length: int, 
         ma, mb = _marginals(td, bar_a, bar_g)
         a_n, b_n = a + steps.sig_m / om * ma, b + steps.sig_m / om * mb
         z_n = jax.nn.relu(z + steps.sig_z / om * (jnp.sum(td.cost * bar_g, axis=(1, 2)) - td.budget))
-        if worst:  # static: the epigraph t ≥ ℓ_r(A), as the core's PDHG (_pdhg._step)
-            t_n = jnp.clip(t - om * steps.tau_t * (1.0 - jnp.sum(nu / steps.row_norm)), 0.0, steps.top)
-            rows = epigraph_values(data, bar_a) - (2.0 * t_n - t)
-            nu_n = jnp.where(data.row_active, jax.nn.relu(nu + rows / steps.row_norm / om), 0.0)
+        if worst:  # static: the epigraph t ≥ ℓ_r(A), as the core's PDHG
+            t_n, nu_n = epigraph_step(data, steps, t, nu, bar_a, om)
         else:
             t_n, nu_n = t, nu
         new = (table_n, gamma_n, t_n, u_n, a_n, b_n, z_n, nu_n)
