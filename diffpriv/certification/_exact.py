@@ -19,6 +19,9 @@ is raised to 1 if below (``e^x ≥ 1`` for ``x ≥ 0``, so equal laws pass at an
 * approximate: ``Σ_y max(0, P − c·Q)`` is an upper bound of the exact hockey-stick
   (``c`` only shrinks what is subtracted); it must be ``≤ δ`` in both directions.
 
+A **Wasserstein** budget (``W_μ ≤ ε``) is decided from an exact rational coupling of the exact
+laws and powers ``d^μ`` bounded in outward-rounded decimal arithmetic (:mod:`._exact_transport`).
+
 A **divergence** (KL, χ², Rényi, …) of the exact laws is irrational in general: each exact law
 entry is rounded to the nearest float64 (relative error ``≤ 2^-53``; an entry that would land
 below ``2^-1000`` fails the comparison, as there the relative bound is lost), and the
@@ -42,6 +45,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from diffpriv.certification._exact_transport import wasserstein_holds
 from diffpriv.certification._laws import TINY
 from diffpriv.certification._levels import divergence_level
 from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock
@@ -149,7 +153,10 @@ def _laws(rows: _ExactRows, block: Block, k: int) -> tuple[list[Fraction], list[
 
 
 def _divergence_holds(block: Block, k: int, P: list[Fraction], Q: list[Fraction]) -> bool:
-    """The divergence budget of comparison ``k`` from the exact laws (module docstring)."""
+    """The divergence budget of comparison ``k`` from the exact laws (module docstring); a
+    Wasserstein budget by :func:`._exact_transport.wasserstein_holds`, with no float rounding."""
+    if block.divergence == "wasserstein":
+        return wasserstein_holds(P, Q, block.ground, block.alpha, float(block.eps[k]))
     p, q = np.array([float(v) for v in P]), np.array([float(v) for v in Q])
     if np.any((p > 0) & (p < TINY)) or np.any((q > 0) & (q < TINY)):
         return False

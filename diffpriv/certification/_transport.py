@@ -33,7 +33,8 @@ from fractions import Fraction
 import numpy as np
 
 __all__ = ["MASS_TOLERANCE", "Transport", "TransportError", "check_coupling", "check_dual", "check_hall",
-           "check_metric", "w_infinity", "wasserstein", "wasserstein_1d"]
+           "check_metric", "power_sum_upper", "root_upper", "scaled_power", "w_infinity", "wasserstein",
+           "wasserstein_1d"]
 
 U = 2.0**-53
 MASS_TOLERANCE = 1e-12
@@ -49,12 +50,15 @@ class Transport:
     """A transport solve: ``value`` (float64, not outward-rounded: the checks certify), ``plan``
     ``[X, Y]`` (a coupling; for ``W∞`` supported on ``{ground ≤ value}``), ``dual`` ``(f [X], g [Y])``
     with ``f_i + g_j ≤ ground_ij^p`` (:func:`wasserstein`) and ``hall`` ``[X]`` rows for
-    :func:`check_hall` (:func:`w_infinity`), or None."""
+    :func:`check_hall` (:func:`w_infinity`), or None. ``slack`` ``[X, Y]`` (:func:`wasserstein`):
+    the reduced costs ``c_ij − f_i − g_j`` of the solver's own dual, in the cost it solved (0 on
+    its basis, so the cells where an optimal plan may move mass; ``+∞`` off the supports)."""
 
     value: float
     plan: np.ndarray
     dual: tuple[np.ndarray, np.ndarray] | None = None
     hall: np.ndarray | None = None
+    slack: np.ndarray | None = None
 
 
 # -- validation -------------------------------------------------------------------------------
@@ -153,19 +157,90 @@ def wasserstein(a, b, ground, p=1.0) -> Transport:
     ``a [X]``, ``b [Y]``: distributions (sums within 1e-9 of 1; divided by them); ``ground [X, Y]``:
     finite, non-negative, usually a metric (:func:`check_metric`); ``1 ≤ p < ∞``.
     Returns ``Transport(value, plan, dual)``, ``value = (Σ plan·ground^p)^{1/p}``, the dual made
-    feasible on every cell by c-transforms. Raises :class:`TransportError` if the solver stopped
-    early or its marginals are off by more than :data:`MASS_TOLERANCE`.
+    feasible on every cell by c-transforms (``None`` when the scale ``t^p`` below is not a normal
+    float64). Raises
+    :class:`TransportError` if the solver stopped early or its marginals are off by more than
+    :data:`MASS_TOLERANCE`.
+
+    **Large orders.** ``ground^p`` is never formed: the solver sees ``(ground / t)^p``
+    (:func:`scaled_power`), first with ``t = D``, the largest distance between the supports. Its
+    pivoting tolerance is absolute, so costs far below ``D^p`` (``(½)^100 ≈ 8e-31`` of it) look
+    free to it, and the plan can move more mass than needed at a shorter distance. So for
+    ``p > 2`` it solves again at ``t`` = the largest distance the plan uses (costs beyond ``t``
+    capped at ``2^20``), up to three rounds while ``t`` shrinks, also starting from ``t ≈ W∞``
+    (:func:`_bottleneck`, near the longest move of an optimal plan at large orders), and keeps
+    the plan of least cost (compared in logarithms). Every plan is a coupling: the choice changes the value's
+    tightness, never its validity.
     """
     p = _order(p)
     a, b, d, ia, jb = _supports(a, b, ground)
-    c = d if p == 1.0 else d**p
-    sub, f_s, g_s = _emd(a[ia] / a.sum(), b[jb] / b.sum(), c[np.ix_(ia, jb)])
-    plan = np.zeros_like(c)
-    plan[np.ix_(ia, jb)] = sub
-    f = (c[:, jb] - g_s[None, :]).min(axis=1)  # c-transforms: = (f_s, g_s) on the supports up to
-    f[ia] = np.minimum(f[ia], f_s)               # rounding, and feasible on every cell
+    a_s, b_s, d_s = a[ia] / a.sum(), b[jb] / b.sum(), d[np.ix_(ia, jb)]
+    top = float(d_s.max())
+
+    def full(sub: np.ndarray, fill: float = 0.0) -> np.ndarray:
+        plan = np.full_like(d, fill)
+        plan[np.ix_(ia, jb)] = sub
+        return plan
+
+    if top == 0.0:  # every support pair at distance 0: any coupling is optimal
+        return Transport(0.0, full(np.outer(a_s, b_s)), dual=(np.zeros(a.size), np.zeros(b.size)))
+    if p == 1.0:
+        sub, f_s, g_s = _emd(a_s, b_s, d_s)
+        f = (d[:, jb] - g_s[None, :]).min(axis=1)  # c-transforms: = (f_s, g_s) on the supports up to
+        f[ia] = np.minimum(f[ia], f_s)               # rounding, and feasible on every cell
+        g = (d - f[:, None]).min(axis=0)
+        plan = full(sub)
+        slack = full(d_s - f_s[:, None] - g_s[None, :], np.inf)
+        return Transport(float(np.sum(plan * d)), plan, dual=(f, g), slack=slack)
+    best, best_log = None, math.inf
+    for scale in (top, _bottleneck(a_s, b_s, d_s)) if p > 2.0 else (top,):
+        for _ in range(3 if p > 2.0 else 1):
+            cost = np.minimum(scaled_power(d_s, scale, p), 2.0**20)
+            sub, f_s, g_s = _emd(a_s, b_s, cost)
+            log_cost = _log_cost(sub, d_s, p)
+            if log_cost < best_log:
+                best, best_log = (sub, f_s, g_s, scale, cost), log_cost
+            used = float(d_s[sub > 0].max(initial=0.0))
+            if not 0.0 < used < scale:
+                break
+            scale = used
+    sub, f_s, g_s, scale, cost = best
+    # The dual of the capped cost (below the true one) in units of scale^p, made feasible on every
+    # cell by c-transforms, then rescaled when scale^p is a normal float64.
+    c = np.minimum(scaled_power(d, scale, p), 2.0**20)
+    f = (c[:, jb] - g_s[None, :]).min(axis=1)
+    f[ia] = np.minimum(f[ia], f_s)
     g = (c - f[:, None]).min(axis=0)
-    return Transport(float(np.sum(plan * c)) ** (1.0 / p), plan, dual=(f, g))
+    unit = math.exp(p * math.log(scale)) if abs(p * math.log(scale)) < 700 else 0.0
+    dual = (f * unit, g * unit) if unit > 0 else None
+    return Transport(math.exp(best_log / p) if best_log > -math.inf else 0.0, full(sub),
+                     dual=dual, slack=full(cost - f_s[:, None] - g_s[None, :], np.inf))
+
+
+def _bottleneck(a: np.ndarray, b: np.ndarray, d: np.ndarray) -> float:
+    """About ``W∞(a, b)``: the least distance whose cells carry a coupling up to
+    :data:`MASS_TOLERANCE` (bisection over the distinct distances; a scale for the solver, not a
+    certified value). At large orders the optimal plan's longest move is near it."""
+    levels = np.unique(d)
+    lo, hi = 0, levels.size - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        plan, _, _ = _emd(a, b, (d > levels[mid]).astype(np.float64))
+        if plan[d > levels[mid]].sum() > MASS_TOLERANCE:
+            lo = mid + 1
+        else:
+            hi = mid
+    return float(levels[hi]) if levels[hi] > 0 else float(levels[-1])
+
+
+def _log_cost(plan: np.ndarray, d: np.ndarray, p: float) -> float:
+    """``ln Σ plan·d^p`` by a log-sum-exp (``−∞`` for a zero cost); float64, not rounded outward."""
+    used = (plan > 0) & (d > 0)
+    if not used.any():
+        return -math.inf
+    z = np.log(plan[used]) + p * np.log(d[used])
+    top = float(z.max())
+    return top + math.log(float(np.exp(z - top).sum()))
 
 
 def w_infinity(a, b, ground) -> Transport:
@@ -246,8 +321,10 @@ def wasserstein_1d(a, b, points, p=1.0) -> Transport:
     np.add.at(plan, (i, j), du)
     if p == 1.0:
         value = float(np.sum(np.abs(ca - cb)[:-1] * np.diff(x)))
-    else:
-        value = float(np.sum(du * np.abs(x[i] - x[j]) ** p)) ** (1.0 / p)
+    else:  # in units of the largest distance moved: no overflow, and underflow only below 2^-1074
+        moved = np.abs(x[i] - x[j])
+        top = float(moved.max(initial=0.0))
+        value = 0.0 if top == 0.0 else top * float(np.sum(du * (moved / top) ** p)) ** (1.0 / p)
     return Transport(value, plan)
 
 
@@ -269,7 +346,7 @@ def _exact_marginals(a: np.ndarray, b: np.ndarray, plan: np.ndarray) -> bool:
             and all(c * sb == Fraction(y) for c, y in zip(cols, b.tolist(), strict=True)))
 
 
-def check_coupling(a, b, ground, plan, p=1.0, *, tol: float = 1e-9) -> float:
+def check_coupling(a, b, ground, plan, p=1.0, *, tol: float = 1e-9, defect: float = 0.0) -> float:
     """A certified upper bound of ``W_p(â, b̂)`` from a plan (``1 ≤ p ≤ ∞``).
 
     **Marginal defect.** Let ``π ≥ 0`` have row sums ``r``, column sums ``c``, ``η = ½(‖r − â‖₁ +
@@ -277,18 +354,27 @@ def check_coupling(a, b, ground, plan, p=1.0, *, tol: float = 1e-9) -> float:
     *Proof.* Scale down the rows of ``π`` where ``r > â``, then the columns where the sum exceeds
     ``b̂``: the result ``π' ≤ π`` has mass ``≥ 1 − Σ(â − r)₊ − Σ(c − b̂)₊ = 1 − η`` (as ``Σ(â − r)₊ −
     Σ(r − â)₊ = Σ(b̂ − c)₊ − Σ(c − b̂)₊``); couple the leftovers of ``â`` and ``b̂`` (mass ``≤ η``,
-    on ``supp â × supp b̂``) as a product, at cost ``≤ η·D^p``. ∎
+    on ``supp â × supp b̂``) as a product, at cost ``≤ η·D^p``. ∎ ``defect`` is added to ``η``: a
+    caller whose exact marginals differ from ``â``, ``b̂`` by at most that much (half the ℓ1
+    distances) gets a bound for its own marginals.
+
+    **No overflow or underflow.** The bound is computed in units of ``D``: ``W_p ≤ D·(Σ π
+    (d/D)^p + η)^{1/p}``, each power as ``exp(p·(ln d − ln D))`` rounded up
+    (:func:`power_sum_upper`), the root in logarithms (:func:`root_upper`). So ``d^p`` is never
+    formed: order 1000 at distances of ``1e-300`` or ``1e300`` is bounded as soundly as order 2
+    at distances near 1. (In float64, ``d^p`` underflows to 0 below ``d = 2^{-1074/p}``, 0.47 for
+    ``p = 1000``, and overflows above ``2^{1024/p}``.)
 
     **Rounding.** ``η ≤ η̃·(1 + 2nu) + 2nu·(1 + 2m̃)`` from the float ``η̃`` (``â`` formed as
     ``fl(a / fl(Σa))``, within ``(X + 1)·u``; row sums within ``(Y − 1)·u``; ``m̃`` the plan's float
-    mass); ``Σ π d^p ≤ fl(·)·(1 + (N + 4)·u)``; ``D^p`` within ``2u``; the sum and the root take
-    ``4u`` each. ``p = ∞``: ``W∞`` is not continuous in the marginals, so the bound is
-    ``max{d_ij : π_ij > 0}`` only if the marginals are exactly ``â, b̂`` (checked in rationals over the
-    plan's non-zeros); otherwise it is ``max`` of that and ``D`` (the repair above).
+    mass; ``u = 2^-53``, ``n = X + Y``). ``p = ∞``: ``W∞`` is not continuous in the marginals, so the
+    bound is ``max{d_ij : π_ij > 0}`` only if the marginals are exactly ``â, b̂`` and ``defect`` is
+    0 (checked in rationals over the plan's non-zeros); otherwise it is ``max`` of that and ``D``.
 
     ``a [X]``, ``b [Y]``: distributions; ``ground [X, Y]``; ``plan [X, Y]``; ``1 ≤ p ≤ ∞``.
-    Raises ValueError for a negative or non-finite plan entry, wrong shapes, or ``η > tol``
-    (after rounding up: ``tol`` only guards against a wrong plan, ``η`` is charged in any case).
+    Raises ValueError for a negative or non-finite plan entry, wrong shapes, or a plan defect
+    ``η > tol`` (after rounding up: ``tol`` only guards against a wrong plan, ``η`` is charged in
+    any case). The result may be ``+∞`` (a bound beyond float64), never NaN.
     """
     p = _order(p, allow_inf=True)
     a, b = _distribution("a", a), _distribution("b", b)
@@ -300,20 +386,83 @@ def check_coupling(a, b, ground, plan, p=1.0, *, tol: float = 1e-9) -> float:
         bad = np.argwhere(~(plan >= 0) | ~np.isfinite(plan))[0]
         raise ValueError(f"plan: entry {tuple(int(k) for k in bad)} is {plan[tuple(bad)]!r}, "
                          "expected finite and >= 0")
+    if not (math.isfinite(defect) and defect >= 0):
+        raise ValueError(f"defect: expected a finite number >= 0, got {defect!r}")
     n, m = a.size + b.size, float(plan.sum())
-    defect = np.abs(plan.sum(1) - a / a.sum()).sum() + np.abs(plan.sum(0) - b / b.sum()).sum()
-    eta = 0.5 * (defect * (1 + 2 * n * U) + 2 * n * U * (1 + 2 * m))
+    gap = np.abs(plan.sum(1) - a / a.sum()).sum() + np.abs(plan.sum(0) - b / b.sum()).sum()
+    eta = 0.5 * (gap * (1 + 2 * n * U) + 2 * n * U * (1 + 2 * m))
     if eta > tol:
         raise ValueError(f"plan: marginals are off by {eta:.3g} (half the l1 defect), above tol={tol:g}")
     diam = float(d[np.ix_(a > 0, b > 0)].max())
     if p == math.inf:
         t = float(d[plan > 0].max(initial=0.0))
-        return t if _exact_marginals(a, b, plan) else max(t, diam)
-    c = d if p == 1.0 else d**p
-    cost = float(np.sum(plan * c)) * (1 + (plan.size + 4) * U)
-    if p != 1.0:
-        diam = diam**p * (1 + 2 * U)
-    return ((cost + eta * diam) * (1 + 4 * U)) ** (1.0 / p) * (1 + 4 * U)
+        return t if defect == 0.0 and _exact_marginals(a, b, plan) else max(t, diam)
+    if diam == 0.0:  # every pair of the supports at distance 0: W_p(â, b̂) = 0 exactly
+        return 0.0
+    total = (power_sum_upper(plan, d, p, diam) + (eta + defect) * (1 + 2 * U)) * (1 + 2 * U)
+    return root_upper(total, p, diam)
+
+
+GAMMA = 8 * U
+"""Relative error bound of ``np.log``, ``np.exp``, ``math.log`` and ``math.exp`` (4 ulp)."""
+
+_TINY_ABS = 2.0**-1074
+"""The smallest positive float64: the absolute error of a result rounded among subnormals."""
+
+
+def scaled_power(d, top: float, p: float) -> np.ndarray:
+    """``(d / top)^p`` as ``exp(p·(ln d − ln top))``, 0 where ``d = 0`` (float64, not rounded
+    outward: the cost a solver sees; ``+∞`` beyond float64). ``top > 0``."""
+    d = np.asarray(d, np.float64)
+    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+        return np.where(d > 0, np.exp(p * (np.log(np.where(d > 0, d, 1.0)) - math.log(top))), 0.0)
+
+
+def power_sum_upper(w, d, p: float, top: float) -> float:
+    """A float64 number ``≥ Σ w·(d/top)^p`` (exact, for the stored ``w``, ``d``, ``top``).
+
+    ``w ≥ 0`` (entries at most 2), ``d ≥ 0`` finite, same shape; ``top > 0``; ``p ≥ 1``. Terms
+    with ``w = 0`` or ``d = 0`` are exactly 0. For ``p > 1`` each power is
+    ``exp(p·(ln d − ln top))`` with its exponent rounded up: with ``l = fl(ln d − ln top)`` and
+    ``np.log`` within ``γ = 8u``, ``ln d − ln top ≤ l + 1.01u|l| + 1.01γ(|ln d| + |ln top|)``;
+    ``exp``, the product and the sum of ``n`` terms add ``γ + (n + 1)·u`` relative and, among
+    subnormals, at most ``16·2^-1074`` a term. The result doubles that slack. ``+∞`` where a
+    power exceeds float64 (only for ``d > top``).
+    """
+    w, d = np.asarray(w, np.float64).ravel(), np.asarray(d, np.float64).ravel()
+    keep = (w > 0) & (d > 0)
+    w, d = w[keep], d[keep]
+    n = w.size
+    if n == 0:
+        return 0.0
+    with np.errstate(over="ignore", under="ignore"):
+        if p == 1.0:
+            total = float(np.sum(w * (d / top)))
+        else:
+            ld, lt = np.log(d), math.log(top)
+            ell = ld - lt
+            up = ell + (2 * U * np.abs(ell) + 1.05 * GAMMA * (np.abs(ld) + abs(lt)))
+            up = up + 3 * U * np.abs(up)  # ≥ ln(d / top), exactly
+            x = p * up
+            x = x + 3 * U * np.abs(x)  # ≥ p·ln(d / top), exactly
+            total = float(np.sum(w * np.exp(x)))
+    rel = (n + 12) * U + GAMMA
+    return total * (1 + 2 * rel) + 32 * n * _TINY_ABS
+
+
+def root_upper(total: float, p: float, top: float) -> float:
+    """A float64 number ``≥ top·total^{1/p}`` (exact, for the given floats ``total ≥ 0``,
+    ``top > 0``, ``p ≥ 1``), through ``exp(ln(total)/p)`` rounded up; ``+∞`` beyond float64."""
+    if total == 0.0:
+        return 0.0
+    if not math.isfinite(total):
+        return math.inf
+    if p == 1.0:
+        return top * total * (1 + 4 * U)
+    y = math.log(total) / p
+    y = y + abs(y) * (1.05 * GAMMA + 3 * U)  # ≥ ln(total)/p
+    root = max(math.exp(y), 2.0**-1000)  # a subnormal result keeps no relative accuracy: lift it
+    return top * root * (1 + 2 * GAMMA + 4 * U)
 
 
 def check_dual(a, b, ground, f, g, p=1.0) -> float:
@@ -336,11 +485,14 @@ def check_dual(a, b, ground, f, g, p=1.0) -> float:
     f, g, a, b = f[ia], g[jb], a[ia], b[jb]
     if not (np.all(np.isfinite(f)) and np.all(np.isfinite(g))):
         raise ValueError("f, g: potentials must be finite on the supports")
-    c = d[np.ix_(ia, jb)] ** p
-    v = float((f[:, None] + g[None, :] - c).max())
-    scale = float(np.abs(f).max() + np.abs(g).max() + c.max())
-    value = float(f @ (a / a.sum()) + g @ (b / b.sum()))
-    low = value - v - 8 * (a.size + b.size + 3) * U * scale
+    with np.errstate(over="ignore", invalid="ignore"):  # d^p beyond float64: the bound is 0
+        c = d[np.ix_(ia, jb)] ** p
+        v = float((f[:, None] + g[None, :] - c).max())
+        scale = float(np.abs(f).max() + np.abs(g).max() + c.max())
+        value = float(f @ (a / a.sum()) + g @ (b / b.sum()))
+        low = value - v - 8 * (a.size + b.size + 3) * U * scale
+    if not math.isfinite(low):
+        return 0.0
     return max(low, 0.0) ** (1.0 / p) * (1 - 4 * U)
 
 

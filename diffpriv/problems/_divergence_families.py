@@ -216,14 +216,28 @@ class DivergenceDP(_InputPairs, _PairsJSON, _Divergence):
 
 
 def transport_lower_bound(problem, a: np.ndarray, b: np.ndarray, transport: str) -> float:
-    """A certified lower bound of ``W(a, b)`` (``"w1"`` or ``"winf"``) under the input metric."""
-    from diffpriv.certification import _transport as ot  # lazy: POT loads on first use
+    """A certified lower bound of ``W(â, b̂)`` (``"w1"`` or ``"winf"``) under the input metric.
 
-    ground = problem.metric()
-    if transport == "w1":
-        sol = ot.wasserstein(a, b, ground)
-        return ot.check_dual(a, b, ground, *sol.dual)
-    sol = ot.w_infinity(a, b, ground)
+    ``a``, ``b``: the items' weight vectors *as stored*; the distributions are ``â = a / Σa`` and
+    ``b̂ = b / Σb`` exactly (never a float renormalisation: ``W∞`` jumps where masses tie, and
+    its Hall set is checked in rationals on these). The metric is the stored input metric, or the
+    Euclidean distances of the input coordinates rounded down. A solver that fails gives 0, a
+    true lower bound (the budget ``ε·W`` is then 0).
+    """
+    from diffpriv.certification import _transport as ot  # lazy: POT loads on first use
+    from diffpriv.problems._problem import euclidean_bound  # lazy: _problem imports the families
+
+    if problem.input_metric is not None:
+        ground = problem.input_metric
+    else:
+        ground = euclidean_bound(problem.inputs.coords, problem.inputs.coords, "lower")
+    try:
+        if transport == "w1":
+            sol = ot.wasserstein(a, b, ground)
+            return 0.0 if sol.dual is None else ot.check_dual(a, b, ground, *sol.dual)
+        sol = ot.w_infinity(a, b, ground)
+    except ot.TransportError:
+        return 0.0
     return 0.0 if sol.hall is None else ot.check_hall(a, b, ground, sol.hall)
 
 
@@ -273,8 +287,7 @@ class ExtendedDistP(_Divergence):
     def distances(self, problem) -> np.ndarray:
         """``[K]`` certified lower bounds of ``W(λ_i, λ_j)`` for the pairs."""
         items = problem.items
-        return np.array([transport_lower_bound(problem, items[i].dist / items[i].dist.sum(),
-                                               items[j].dist / items[j].dist.sum(), self.transport)
+        return np.array([transport_lower_bound(problem, items[i].dist, items[j].dist, self.transport)
                          for i, j in self.pairs])
 
     def blocks(self, problem, index: int) -> tuple[Block, ...]:

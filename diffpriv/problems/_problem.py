@@ -120,6 +120,25 @@ def euclidean(a: np.ndarray, b: np.ndarray, *, outer: bool = False) -> np.ndarra
     return r
 
 
+def euclidean_bound(a: np.ndarray, b: np.ndarray, side: str) -> np.ndarray:
+    """``[n, m]`` outward-rounded Euclidean distances between the rows of ``a`` and ``b``.
+
+    ``side="upper"``: every entry ``≥`` the exact distance of the stored coordinates;
+    ``"lower"``: ``≤`` it. From :func:`euclidean` (``3·dim·u`` relative, plus ``dim`` ulps of the
+    smallest subnormal where the distance itself is subnormal), doubled. A computed 0 is exact (a
+    float difference is 0 only for equal numbers), and so is ``+∞`` as an upper bound.
+    """
+    d = euclidean(a, b, outer=True)
+    dim = a.shape[1]
+    rel = 2.0 * (3 * dim + 2) * 2.0**-53
+    if side == "upper":
+        with np.errstate(over="ignore"):
+            return np.where(d > 0, d * (1.0 + rel) + 4 * dim * 2.0**-1074, 0.0)
+    if side == "lower":
+        return np.maximum(d * (1.0 - rel) - 4 * dim * 2.0**-1074, 0.0)
+    raise ValueError(f"side: expected 'upper' or 'lower', got {side!r}")
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Item:
     """A protected item: a distribution ``dist`` over inputs, held by users of ``profile``."""

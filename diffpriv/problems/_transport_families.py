@@ -39,12 +39,14 @@ __all__ = ["WassersteinDP", "WassersteinDistP", "output_ground"]
 
 
 def output_ground(problem, metric) -> np.ndarray:
-    """The ground metric of the outputs: ``metric``, or Euclidean on the output coordinates."""
+    """The ground metric of the outputs: ``metric`` as stored, or the Euclidean distances of the
+    output coordinates rounded up (:func:`~diffpriv.problems._problem.euclidean_bound`: ``W_μ`` is
+    non-decreasing in the ground, so a bound under it is a bound under the exact distances)."""
     if metric is not None:
         return np.asarray(metric, dtype=np.float64)
     c = problem.outputs.coords
-    diff = c[:, None, :] - c[None, :, :]
-    return np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+    from diffpriv.problems._problem import euclidean_bound  # lazy: _problem imports the families
+    return euclidean_bound(c, c, "upper")
 
 
 class _Transport:
