@@ -20,6 +20,7 @@ Example:
 """
 
 from diffpriv.certification._certificate import FORMAT, Certificate, certify, versions
+from diffpriv.certification._cost import Cost, admit_check, certify_cost
 from diffpriv.certification._divergences import DIVERGENCES, Divergence, divergence, renyi
 from diffpriv.certification._exact import exact_holds, exp_lower
 from diffpriv.certification._laws import identical_rows, output_laws, underflow_risk
@@ -77,12 +78,15 @@ __all__ = [
     "REPAIR_FACTOR",
     "Certificate",
     "ComparisonLevels",
+    "Cost",
     "ConstraintLevel",
     "Repair",
     "RepairError",
     "TableError",
     "VerifyReport",
+    "admit_check",
     "certify",
+    "certify_cost",
     "comparison_levels",
     "constraint_levels",
     "delta_level",

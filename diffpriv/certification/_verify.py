@@ -24,6 +24,7 @@ import numpy as np
 
 from diffpriv.certification._arrays import as_read
 from diffpriv.certification._certificate import Certificate
+from diffpriv.certification._cost import admit_check
 from diffpriv.certification._exact import MAX_EXACT_ENTRIES, exact_holds
 from diffpriv.certification._levels import comparison_levels
 from diffpriv.certification._safety import table_problems
@@ -166,7 +167,8 @@ def admit_exact(table: np.ndarray) -> None:
                         "check it in float64 only")
 
 
-def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = False) -> VerifyReport:
+def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = False,
+           max_seconds: float | None = None, max_memory: int | None = None) -> VerifyReport:
     """Re-checks a certificate from scratch.
 
     Args:
@@ -176,6 +178,10 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
         failure ``certificate: cannot be read (...)``).
       exact: also prove every budget in exact rational arithmetic (slower; the gold standard
         for deployed tables).
+      max_seconds: refuse (``SizeError``, before any level is computed) a certificate whose
+        re-check is estimated to take longer (:func:`._cost.certify_cost`); ``None``: no limit.
+      max_memory: likewise for its estimated peak bytes; ``None``: the machine's limit
+        (:func:`diffpriv.problems.memory_limit`).
 
     Returns:
       A :class:`VerifyReport`; ``ok`` is True iff every check passed. A certificate that does
@@ -184,8 +190,9 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
 
     Raises:
       SizeError: the certificate's problem is too large for this machine's memory to check
-        (:func:`diffpriv.problems.admit` for the certifier), or, with ``exact``, its table has
-        more than :data:`._exact.MAX_EXACT_ENTRIES` entries: that says nothing of its claims.
+        (:func:`diffpriv.problems.admit` for the certifier), its estimated time or memory is
+        above ``max_seconds`` or ``max_memory``, or, with ``exact``, its table has more than
+        :data:`._exact.MAX_EXACT_ENTRIES` entries: that says nothing of its claims.
       MemoryError: the memory ran out all the same.
     """
     try:
@@ -194,6 +201,7 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
         return VerifyReport(False, [f"certificate: cannot be read ({type(e).__name__}: {e})"])
     try:
         checked = check_certificate(d)
+        admit_check(checked.problem, exact=exact, max_seconds=max_seconds, max_memory=max_memory)
         admit(checked.problem, "certifier")
         if exact:
             admit_exact(checked.table)

@@ -11,7 +11,15 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from diffpriv.cli._common import _check_out_file, _fail, _read_certificate, _user_errors, _verify, console
+from diffpriv.cli._common import (
+    MAX_SECONDS,
+    _check_out_file,
+    _fail,
+    _read_certificate,
+    _user_errors,
+    _verify,
+    console,
+)
 from diffpriv.cli._summary import _constraints, _print_constraints
 from diffpriv.io._export import FORMATS, write_table
 
@@ -21,13 +29,27 @@ def certify(
     exact: Annotated[
         bool, typer.Option(help="Re-check in exact rational arithmetic (slow, for deployment).")
     ] = False,
+    max_seconds: Annotated[
+        float, typer.Option(help="Refuse (exit 2) a certificate estimated to take longer to check.")
+    ] = MAX_SECONDS,
+    max_memory: Annotated[
+        float | None, typer.Option(help="Refuse (exit 2) a certificate estimated to need more GB "
+                                        "[default: this machine's memory].")
+    ] = None,
 ) -> None:
     """Re-check every claim of a certificate from scratch; exit 0 if all hold, 1 if any fails.
 
     Rebuilds the problem stored in FILE, recomputes each constraint's exact level for the stored
-    table and compares it with the budget and with the level the certificate claims.
+    table and compares it with the budget and with the level the certificate claims. Before any
+    level, the time and memory of the check are estimated from the problem; above --max-seconds
+    or --max-memory it refuses in one line (exit 2: nothing was checked).
     """
-    report = _verify(file, _read_certificate(file), exact=exact)
+    if not max_seconds > 0:
+        _fail(f"--max-seconds: must be > 0, got {max_seconds!r}")
+    if max_memory is not None and not max_memory > 0:
+        _fail(f"--max-memory: must be > 0 (GB), got {max_memory!r}")
+    limit = None if max_memory is None else int(max_memory * 2**30)
+    report = _verify(file, _read_certificate(file), exact=exact, max_seconds=max_seconds, max_memory=limit)
     if report.problem is not None:
         _print_constraints(_constraints(report.problem, report.levels))
     if not report.ok:

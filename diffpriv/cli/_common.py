@@ -81,13 +81,19 @@ def _read_certificate(path: Path) -> CheckedCertificate:
         _fail(f"{path}: cannot be checked: out of memory while reading it")
 
 
-def _verify(path: Path, cert: CheckedCertificate, exact: bool = False):
-    """``verify`` of a checked certificate; a certificate too large to check, or a verify that
-    raises all the same, is exit 2 (its claims were not checked), never a traceback."""
+MAX_SECONDS = 300.0
+"""Default ``--max-seconds`` of the commands that re-check a certificate."""
+
+
+def _verify(path: Path, cert: CheckedCertificate, exact: bool = False,
+            max_seconds: float | None = MAX_SECONDS, max_memory: int | None = None):
+    """``verify`` of a checked certificate; a certificate too large or too slow to check (its
+    estimate above ``max_seconds`` or ``max_memory`` bytes), or a verify that raises all the
+    same, is exit 2 (its claims were not checked), never a traceback."""
     from diffpriv.certification import verify
 
     try:
-        return verify(cert.data, exact=exact)
+        return verify(cert.data, exact=exact, max_seconds=max_seconds, max_memory=max_memory)
     except SizeError as e:
         _fail(f"{path}: cannot be checked: {e}")
     except MemoryError:
