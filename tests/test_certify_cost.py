@@ -96,3 +96,43 @@ def test_time_estimate_grows_with_the_kind_of_comparison():
     ldp = line_problem(50, 16, dp.LocalDP(epsilon=1.0))
     assert certify_cost(ldp, exact=True).seconds > 10 * certify_cost(ldp).seconds
     assert certify_cost(ldp).comparisons == 50 * 49 // 2
+
+
+# -- a certificate bound to the config it is for --------------------------------------------------
+
+
+def test_certify_with_its_config_holds_and_with_another_budget_names_the_field(tmp_path):
+    from _configs import BASE_TOML
+
+    config = tmp_path / "config.toml"
+    config.write_text(BASE_TOML)
+    runner = CliRunner()
+    assert runner.invoke(app, ["reference", str(config), "--out", str(tmp_path / "lp")]).exit_code == 0
+    cert = tmp_path / "lp" / "certificate.json"
+    result = runner.invoke(app, ["certify", str(cert), "--config", str(config)])
+    assert result.exit_code == 0 and "all claims hold" in result.stdout
+
+    weaker = tmp_path / "weaker.toml"
+    weaker.write_text(BASE_TOML.replace("epsilon = 0.5", "epsilon = 0.7"))
+    result = runner.invoke(app, ["certify", str(cert), "--config", str(weaker)])
+    assert result.exit_code == 1
+    assert ("FAIL not the certificate of the given problem: problem.constraints[0].epsilon: the "
+            "certificate has 0.5, the config 0.7") in result.stderr
+
+    other = tmp_path / "other.toml"
+    other.write_text(BASE_TOML.replace("[0.2, 0.3, 0.5]", "[0.2, 0.4, 0.4]"))
+    result = runner.invoke(app, ["certify", str(cert), "--config", str(other)])
+    assert result.exit_code == 1  # the prior is derived from the items here: the first to differ
+    assert "problem.prior[0, 1]: the certificate has 0.3, the config 0.35" in result.stderr
+
+    result = runner.invoke(app, ["certify", str(cert), "--config", str(tmp_path / "missing.toml")])
+    assert result.exit_code == 2 and result.stderr.startswith("error: ")
+
+
+def test_verify_against_a_problem():
+    problem = line_problem(4, 3, dp.LocalDP(epsilon=1.0))
+    cert = dp.certify(problem, np.full((1, 4, 3), 1 / 3))
+    assert dp.verify(cert, problem=problem).ok
+    report = dp.verify(cert, problem=line_problem(4, 3, dp.LocalDP(epsilon=1.0, name="other")))
+    assert report.failures == ["not the certificate of the given problem: problem.constraints[0].name: "
+                               "the certificate has 'ldp', the config 'other'"]

@@ -36,7 +36,7 @@ from diffpriv.certification._schema import (
 )
 from diffpriv.certification._summary import ConstraintLevel, summarize
 from diffpriv.problems._blocks import budgets
-from diffpriv.problems._json import problem_hash
+from diffpriv.problems._json import problem_hash, problem_to_dict
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, admit
 
@@ -167,8 +167,57 @@ def admit_exact(table: np.ndarray) -> None:
                         "check it in float64 only")
 
 
+def _short(value: Any) -> str:
+    text = repr(value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def first_difference(stored: Any, expected: Any, path: str) -> str | None:
+    """``"PATH: the certificate has X, the config Y"`` for the first place where two JSON-like
+    values differ (dicts key by key, lists and arrays entry by entry), or None when equal."""
+    if isinstance(stored, Mapping) and isinstance(expected, Mapping):
+        for key in [*stored, *(k for k in expected if k not in stored)]:
+            if key not in stored or key not in expected:
+                side = "the config" if key not in stored else "the certificate"
+                return f"{path}.{key}: only {side} has it"
+            found = first_difference(stored[key], expected[key], f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(stored, np.ndarray) or isinstance(expected, np.ndarray):
+        a, b = np.asarray(stored), np.asarray(expected)
+        if a.shape != b.shape:
+            return f"{path}: the certificate has shape {a.shape}, the config {b.shape}"
+        differ = np.argwhere(a != b)
+        if differ.size == 0:
+            return None
+        at = tuple(int(i) for i in differ[0])
+        return f"{path}{list(at)}: the certificate has {_short(a[at])}, the config {_short(b[at])}"
+    if isinstance(stored, (list, tuple)) and isinstance(expected, (list, tuple)):
+        if len(stored) != len(expected):
+            return f"{path}: the certificate has {len(stored)} entries, the config {len(expected)}"
+        for i, (u, v) in enumerate(zip(stored, expected, strict=True)):
+            found = first_difference(u, v, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if type(stored) is not type(expected) or stored != expected:
+        return f"{path}: the certificate has {_short(stored)}, the config {_short(expected)}"
+    return None
+
+
+def problem_difference(stored: Problem, expected: Problem) -> str | None:
+    """None when the two are the same problem (equal canonical hashes), else the first field of
+    ``problem`` that differs (:func:`first_difference` of their JSON forms)."""
+    if problem_hash(stored) == problem_hash(expected):
+        return None
+    return first_difference(problem_to_dict(stored, arrays=True), problem_to_dict(expected, arrays=True),
+                            "problem") or "problem: differs from the config's (its hash)"
+
+
 def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = False,
-           max_seconds: float | None = None, max_memory: int | None = None) -> VerifyReport:
+           max_seconds: float | None = None, max_memory: int | None = None,
+           problem: Problem | None = None) -> VerifyReport:
     """Re-checks a certificate from scratch.
 
     Args:
@@ -182,6 +231,11 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
         re-check is estimated to take longer (:func:`._cost.certify_cost`); ``None``: no limit.
       max_memory: likewise for its estimated peak bytes; ``None``: the machine's limit
         (:func:`diffpriv.problems.memory_limit`).
+      problem: the problem the certificate must be for (a user's config, built with
+        :func:`diffpriv.config.load_config`): domains, loss, prior, items, profiles,
+        constraints, budgets and objective alike. A certificate for another problem fails
+        with the first field that differs (``problem.constraints[0].epsilon: the certificate
+        has 2.0, the config 1.0``) before anything else is checked.
 
     Returns:
       A :class:`VerifyReport`; ``ok`` is True iff every check passed. A certificate that does
@@ -201,6 +255,11 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
         return VerifyReport(False, [f"certificate: cannot be read ({type(e).__name__}: {e})"])
     try:
         checked = check_certificate(d)
+        if problem is not None:
+            differs = problem_difference(checked.problem, problem)
+            if differs:
+                return VerifyReport(False, [f"not the certificate of the given problem: {differs}"],
+                                    (), exact, checked.problem)
         admit_check(checked.problem, exact=exact, max_seconds=max_seconds, max_memory=max_memory)
         admit(checked.problem, "certifier")
         if exact:

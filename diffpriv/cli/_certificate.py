@@ -15,6 +15,7 @@ from diffpriv.cli._common import (
     MAX_SECONDS,
     _check_out_file,
     _fail,
+    _load,
     _read_certificate,
     _user_errors,
     _verify,
@@ -36,21 +37,29 @@ def certify(
         float | None, typer.Option(help="Refuse (exit 2) a certificate estimated to need more GB "
                                         "[default: this machine's memory].")
     ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="The config the certificate must be for: exit 1 naming the "
+                                       "first field that differs.")
+    ] = None,
 ) -> None:
     """Re-check every claim of a certificate from scratch; exit 0 if all hold, 1 if any fails.
 
     Rebuilds the problem stored in FILE, recomputes each constraint's exact level for the stored
     table and compares it with the budget and with the level the certificate claims. Before any
     level, the time and memory of the check are estimated from the problem; above --max-seconds
-    or --max-memory it refuses in one line (exit 2: nothing was checked).
+    or --max-memory it refuses in one line (exit 2: nothing was checked). With --config, the
+    certificate must be for exactly the problem CONFIG defines (domains, loss, prior, items,
+    constraints and budgets): one that is not fails (exit 1) naming the first field that differs.
     """
     if not max_seconds > 0:
         _fail(f"--max-seconds: must be > 0, got {max_seconds!r}")
     if max_memory is not None and not max_memory > 0:
         _fail(f"--max-memory: must be > 0 (GB), got {max_memory!r}")
     limit = None if max_memory is None else int(max_memory * 2**30)
-    report = _verify(file, _read_certificate(file), exact=exact, max_seconds=max_seconds, max_memory=limit)
-    if report.problem is not None:
+    expected = None if config is None else _load(config)[0]
+    report = _verify(file, _read_certificate(file), exact=exact, max_seconds=max_seconds, max_memory=limit,
+                     problem=expected)
+    if report.problem is not None and report.levels:
         _print_constraints(_constraints(report.problem, report.levels))
     if not report.ok:
         for failure in report.failures:

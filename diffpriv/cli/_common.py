@@ -86,14 +86,16 @@ MAX_SECONDS = 300.0
 
 
 def _verify(path: Path, cert: CheckedCertificate, exact: bool = False,
-            max_seconds: float | None = MAX_SECONDS, max_memory: int | None = None):
+            max_seconds: float | None = MAX_SECONDS, max_memory: int | None = None,
+            problem: Problem | None = None):
     """``verify`` of a checked certificate; a certificate too large or too slow to check (its
     estimate above ``max_seconds`` or ``max_memory`` bytes), or a verify that raises all the
     same, is exit 2 (its claims were not checked), never a traceback."""
     from diffpriv.certification import verify
 
     try:
-        return verify(cert.data, exact=exact, max_seconds=max_seconds, max_memory=max_memory)
+        return verify(cert.data, exact=exact, max_seconds=max_seconds, max_memory=max_memory,
+                      problem=problem)
     except SizeError as e:
         _fail(f"{path}: cannot be checked: {e}")
     except MemoryError:
