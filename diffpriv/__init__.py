@@ -25,6 +25,7 @@ from diffpriv import mechanisms, solvers
 from diffpriv._lazy import lazy_getattr
 from diffpriv.certification import Certificate, VerifyReport, certify, verify
 from diffpriv.config import ConfigError, OptimizerOptions, load_config
+from diffpriv.deploy import Sampler, SamplerError
 from diffpriv.mechanisms import MECHANISMS, Evaluation, calibrate, compare, evaluate
 from diffpriv.problems import (
     OBJECTIVES,
@@ -114,6 +115,8 @@ __all__ = [
     "Problem",
     "ReferenceResult",
     "ReferenceSolveError",
+    "Sampler",
+    "SamplerError",
     "SpecError",
     "VerifyReport",
     "certify",

@@ -52,7 +52,8 @@ def _gap(value: float, bound: float) -> float:
 
 
 def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progress: bool = False,
-           init=None, meta: dict[str, Any] | None = None, **options) -> Design:
+           init=None, meta: dict[str, Any] | None = None, quantize: int | None = None,
+           **options) -> Design:
     """Optimizes ``problem`` and certifies the table (repairing it if needed).
 
     Args:
@@ -64,6 +65,8 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
         ``steps`` in all).
       meta: JSON-ready information recorded in the certificate (the optimizer's settings and
         results are added under ``"optimizer"``).
+      quantize: certify the table rounded to integer counts over ``2^quantize`` per row, the
+        table :class:`diffpriv.Sampler` draws exactly (:func:`diffpriv.certification.certify`).
 
     Raises:
       InfeasibleError: the certified lower bound proves the constraints cannot all hold.
@@ -96,7 +99,8 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
                 "lower_bound": json_number(result.lower_bound),
                 "max_violation": float(result.max_violation), "options": result.options}
         start = time.perf_counter()
-        cert = certify(problem, result.table, seed=seed, meta={**(meta or {}), "optimizer": info})
+        cert = certify(problem, result.table, seed=seed, meta={**(meta or {}), "optimizer": info},
+                       quantize=quantize)
         seconds["certify"] += time.perf_counter() - start
         return cert
 

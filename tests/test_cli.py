@@ -380,7 +380,7 @@ def test_jsonable_stores_floats_as_certificates_do():
 
 def test_export_unknown_format_exits_2(runner, lp_certificate):
     line = _error_line(runner.invoke(app, ["export", str(lp_certificate), "--format", "xlsx"]))
-    assert line == "--format: must be one of csv, npz, json, got 'xlsx'"
+    assert line == "--format: must be one of csv, npz, json, csv-sparse, npz-sparse, got 'xlsx'"
 
 
 @pytest.mark.parametrize("name", ["quickstart", "categorical", "profiles"])

@@ -126,6 +126,21 @@ def test_tupling_writes_a_summary_and_no_certificate(runner, tmp_path):
     assert s["expected_loss"] < s["base_expected_loss"]  # the least loss over a tuple
 
 
+def test_tupling_exits_0_on_a_monte_carlo_bound_only_with_accept_estimate(runner, tmp_path, monkeypatch):
+    import diffpriv.cli._tupling as tupling
+
+    monkeypatch.setattr(tupling, "MAX_EXACT_MULTISETS", 0)  # as if the tuples were too many to enumerate
+    config = _config(tmp_path, BASE_TOML.replace("epsilon = 0.5", "epsilon = 0.5\ndelta = 0.3"))
+    args = ["-m", "tupling", "-p", "k=2", "-p", "base=krr", "-p", "base_epsilon=1", "-p", "samples=2000",
+            "-o", str(tmp_path / "tp")]
+    _evaluate(runner, config, *args, code=1)
+    s = json.loads((tmp_path / "tp" / "summary.json").read_text())
+    assert not s["proved"] and s["estimate_meets_budget"] and not s["ok"]
+    _evaluate(runner, config, *args, "--accept-estimate", code=0)
+    s = json.loads((tmp_path / "tp" / "summary.json").read_text())
+    assert not s["proved"] and s["ok"]
+
+
 # (args after CONFIG, config text, start of the error line after "error: ")
 BAD = [
     (["-m", "nope"], BASE_TOML, "--mechanism: unknown mechanism 'nope' (known: coupling, krr,"),

@@ -33,6 +33,7 @@ from diffpriv.certification._levels import (
     pure_level,
     tight_epsilon,
 )
+from diffpriv.certification._quantize import DEFAULT_BITS, MAX_BITS, dyadic_counts, quantize
 from diffpriv.certification._repair import Repair, RepairError, mix, repair, repair_holds
 from diffpriv.certification._safety import (
     REPAIR_FACTOR,
@@ -57,9 +58,11 @@ from diffpriv.certification._transport import (
     wasserstein,
     wasserstein_1d,
 )
-from diffpriv.certification._verify import VerifyReport, verify
+from diffpriv.certification._verify import UNCHECKED, VerifyReport, verify
 
 __all__ = [
+    "DEFAULT_BITS",
+    "MAX_BITS",
     "DIVERGENCES",
     "Divergence",
     "Transport",
@@ -70,6 +73,7 @@ __all__ = [
     "check_metric",
     "divergence",
     "divergence_level",
+    "dyadic_counts",
     "renyi",
     "w_infinity",
     "wasserstein",
@@ -83,6 +87,7 @@ __all__ = [
     "Repair",
     "RepairError",
     "TableError",
+    "UNCHECKED",
     "VerifyReport",
     "admit_check",
     "certify",
@@ -101,6 +106,7 @@ __all__ = [
     "pure_bound",
     "pure_level",
     "pure_margin",
+    "quantize",
     "repair",
     "repair_holds",
     "row_sum_tolerance",

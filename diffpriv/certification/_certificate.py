@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from diffpriv.certification._arrays import arrays_path, as_read, externalize, remove_stale, write_arrays
+from diffpriv.certification._quantize import quantize as quantize_table
 from diffpriv.certification._repair import Repair
 from diffpriv.certification._repair import repair as repair_table
 from diffpriv.certification._safety import sanitize_table
@@ -45,13 +46,22 @@ __all__ = ["FORMAT", "Certificate", "certify", "versions"]
 FORMAT = "diffpriv-certificate/1"
 
 
+VERSIONED = ("diffpriv", "scipy", "POT", "highspy", "jax", "jaxlib", "optax")
+"""Distributions whose versions a certificate records besides Python and numpy: the certifier's
+(scipy, POT's network simplex), the reference LP's (HiGHS, through scipy and highspy) and the
+optimizer's (JAX, optax). Read from the installed metadata: nothing is imported."""
+
+
 def versions() -> dict[str, str]:
-    """Versions of Python, numpy and diffpriv (``"unknown"`` if diffpriv is not installed)."""
-    try:
-        ours = metadata.version("diffpriv")
-    except metadata.PackageNotFoundError:
-        ours = "unknown"
-    return {"python": platform.python_version(), "numpy": np.__version__, "diffpriv": ours}
+    """Versions of Python, numpy and :data:`VERSIONED` (``"not installed"`` for one that is
+    not)."""
+    out = {"python": platform.python_version(), "numpy": np.__version__}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -77,6 +87,9 @@ class Certificate:
       seed: the seed of the run that produced the table, if any.
       meta: free JSON-ready information (optimizer settings, timings, …).
       format: the certificate format tag.
+      quantization_bits: ``k`` when the table is dyadic, every row integer counts over ``2^k``
+        summing to exactly ``2^k`` (:mod:`._quantize`: the table a sampler draws from, exactly);
+        ``None`` for a plain float64 table.
     """
 
     problem: dict[str, Any]
@@ -95,6 +108,7 @@ class Certificate:
     seed: int | None = None
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
     format: str = FORMAT
+    quantization_bits: int | None = None
 
     def to_dict(self, *, arrays: bool = False) -> dict[str, Any]:
         """JSON-ready form (floats survive a JSON round trip exactly).
@@ -108,7 +122,7 @@ class Certificate:
         else:
             problem = map_arrays(self.problem, lambda f, v: array_to_list(v))
             table = np.asarray(self.table).tolist()
-        return {
+        out = {
             "format": self.format,
             "ok": bool(self.ok),
             "problem_hash": self.problem_hash,
@@ -128,6 +142,9 @@ class Certificate:
             "problem": problem,
             "table": table,
         }
+        if self.quantization_bits is not None:
+            out["quantization"] = {"bits": int(self.quantization_bits)}
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Certificate:
@@ -150,6 +167,7 @@ class Certificate:
             seed=d.get("seed"),
             meta=dict(d.get("meta") or {}),
             format=d["format"],
+            quantization_bits=(d.get("quantization") or {}).get("bits"),
         )
 
     def to_json(self) -> str:
@@ -199,6 +217,7 @@ def certify(
     seed: int | None = None,
     meta: dict[str, Any] | None = None,
     repair: bool = True,
+    quantize: int | None = None,
 ) -> Certificate:
     """Certifies ``table`` for ``problem``, repairing it first if a budget is violated.
 
@@ -210,6 +229,10 @@ def certify(
       meta: JSON-ready free information, recorded as is.
       repair: mix with a data-independent ``ν`` when needed (:func:`repair`); without it a
         violating table gets a certificate with ``ok = False``.
+      quantize: ``k`` (1 … 53): certify the table rounded to integer counts over ``2^k`` per
+        row (:func:`._quantize.quantize`), the table a sampler draws exactly. When rounding
+        breaks a budget, the rounded table is repaired and rounded again (at most
+        :data:`QUANTIZE_ROUNDS` times; the recorded ``(t, ν)`` compose the mixes).
 
     Returns:
       A :class:`Certificate`; ``ok`` says whether every constraint holds.
@@ -230,7 +253,10 @@ def certify(
         fixed = Repair(sanitize_table(problem, table), 0.0, None, "none")
     # A C-ordered copy, as a verifier reads it back: float sums depend on memory layout.
     fixed = dataclasses.replace(fixed, table=np.ascontiguousarray(fixed.table, dtype=np.float64))
-    levels = constraint_levels(problem, fixed.table)
+    if quantize is not None:
+        fixed, levels = _quantized(problem, fixed, quantize, repair)
+    else:
+        levels = constraint_levels(problem, fixed.table)
     return Certificate(
         problem=spec,
         problem_hash=problem_hash(problem),
@@ -247,4 +273,30 @@ def certify(
         versions=versions(),
         seed=seed,
         meta=meta,
+        quantization_bits=None if quantize is None else int(quantize),
     )
+
+
+QUANTIZE_ROUNDS = 4
+"""Most repair-and-round rounds of :func:`certify` with ``quantize``."""
+
+
+def _quantized(problem: Problem, fixed: Repair, bits: int, repair: bool):
+    """``(Repair, levels)`` of the table rounded to counts over ``2^bits``; a rounded table that
+    breaks a budget is repaired (if ``repair``) and rounded again. Mixing twice, with ``(t₁, ν₁)``
+    then ``(t₂, ν₂)``, is one mix with ``t = 1 − (1 − t₁)(1 − t₂)`` and
+    ``ν = ((1 − t₂)·t₁·ν₁ + t₂·ν₂) / t``, up to the rounding (at most one count an entry a round)."""
+    table, t, nu, strategy = fixed.table, fixed.t, fixed.nu, fixed.strategy
+    for _ in range(QUANTIZE_ROUNDS):
+        _, rounded = quantize_table(table, bits)
+        levels = constraint_levels(problem, rounded)
+        if all(c.ok for c in levels) or not repair:
+            break
+        step = repair_table(problem, rounded)
+        if step.t > 0:
+            total = 1.0 - (1.0 - t) * (1.0 - step.t)
+            nu = (1.0 - step.t) * t * (nu if nu is not None else 0.0) + step.t * step.nu
+            nu = nu / nu.sum()
+            t, strategy = total, step.strategy if fixed.t == 0 else strategy
+        table = step.table
+    return Repair(rounded, t, nu, strategy), levels

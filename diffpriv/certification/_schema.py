@@ -228,7 +228,9 @@ _CERTIFICATE = {"format": _STR, "ok": _BOOL, "problem_hash": _STR, "objective": 
                 "loss": _STORED, "expected_loss": _STORED, "worst_loss": _STORED,
                 "problem": _OBJECT, "table": _ARRAY, "constraints": _LIST, "repair": _OBJECT,
                 "seed": _or_null(_INT)}
-_OPTIONAL = {"versions": _OBJECT, "meta": _OBJECT}  # free information, not checked by verify
+_OPTIONAL = {"versions": _OBJECT, "meta": _OBJECT,  # free information, not checked by verify
+             "quantization": _OBJECT}  # checked by verify: the table is dyadic over 2^bits
+_QUANTIZATION = {"bits": _INT}
 _CONSTRAINT = {"index": _INT, "kind": _STR, "name": _STR, "epsilon": _STORED, "delta": _STORED,
                "level": _STORED, "epsilon_at_delta": _or_null(_STORED), "margin": _STORED,
                "ok": _BOOL, "worst": _or_null(_INT), "witness": _or_null(_OBJECT),
@@ -402,6 +404,8 @@ def check_certificate(data: Any) -> CheckedCertificate:
             for side in ("P", "Q"):
                 _array(f"constraints[{i}].witness.{side}", c["witness"][side], n_out)
     _keys("repair", data["repair"], _REPAIR)
+    if "quantization" in data:
+        _keys("quantization", data["quantization"], _QUANTIZATION)
     if data["repair"]["nu"] is not None:
         _array("repair.nu", data["repair"]["nu"], n_out)
     return CheckedCertificate(data, problem, table)

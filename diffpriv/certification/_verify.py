@@ -23,10 +23,11 @@ from typing import Any
 import numpy as np
 
 from diffpriv.certification._arrays import as_read
-from diffpriv.certification._certificate import Certificate
+from diffpriv.certification._certificate import QUANTIZE_ROUNDS, Certificate
 from diffpriv.certification._cost import admit_check
 from diffpriv.certification._exact import MAX_EXACT_ENTRIES, exact_holds
 from diffpriv.certification._levels import comparison_levels
+from diffpriv.certification._quantize import MAX_BITS, dyadic_counts
 from diffpriv.certification._safety import table_problems
 from diffpriv.certification._schema import (
     CertificateFormatError,
@@ -40,7 +41,15 @@ from diffpriv.problems._json import problem_hash, problem_to_dict
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, admit
 
-__all__ = ["VerifyReport", "verify", "RTOL", "ATOL"]
+__all__ = ["VerifyReport", "verify", "RTOL", "ATOL", "UNCHECKED", "first_difference", "problem_difference"]
+
+REPAIR_STRATEGIES = ("none", "violation", "uniform")
+"""The repair strategies a certificate may name (:mod:`._repair`)."""
+
+UNCHECKED = ("versions", "seed", "meta")
+"""Fields verify does not check: free information recorded as given (``meta.optimizer``'s
+``lower_bound`` excepted, which must not exceed the certified loss; a mechanism's parameters
+under ``meta.mechanism`` are checked by :func:`diffpriv.mechanisms.check_parameters`)."""
 
 RTOL = 1e-9
 """Relative tolerance between a stored number and its recomputation."""
@@ -94,7 +103,7 @@ def _check_constraint(stored: Any, c: ConstraintLevel) -> list[str]:
     if not isinstance(stored, Mapping):
         return [f"{where}: missing or malformed"]
     out = []
-    for key in ("kind", "name", "ok", "worst", "n_comparisons", "n_failed"):
+    for key in ("index", "kind", "name", "ok", "worst", "n_comparisons", "n_failed"):
         if stored.get(key) != getattr(c, key):
             out.append(f"{where}.{key}: stored {stored.get(key)!r}, recomputed {getattr(c, key)!r}")
     for key in ("epsilon", "delta", "level", "margin", "epsilon_at_delta"):
@@ -120,14 +129,33 @@ def _check_constraint(stored: Any, c: ConstraintLevel) -> list[str]:
     return out
 
 
+def _check_quantization(d: Mapping, table: np.ndarray) -> list[str]:
+    """A certificate that says its table is dyadic over ``2^bits`` must hold such a table."""
+    q = d.get("quantization")
+    if q is None:
+        return []
+    bits = q.get("bits")
+    if not (isinstance(bits, int) and 1 <= bits <= MAX_BITS):
+        return [f"quantization.bits: {bits!r} is not an integer in [1, {MAX_BITS}]"]
+    if dyadic_counts(table, bits) is None:
+        return [f"quantization: the table is not integer counts over 2^{bits} summing to exactly "
+                f"2^{bits} in every row"]
+    return []
+
+
 def _check_repair(d: Mapping, problem: Problem, table: np.ndarray) -> list[str]:
-    """The stored repair must be a weight in [0, 1] and a ν the table can contain."""
+    """The stored repair must be a weight in [0, 1] and a ν the table can contain (a dyadic
+    table may sit up to ``QUANTIZE_ROUNDS`` counts a round below ``t·ν``)."""
     rep = d.get("repair")
     if not isinstance(rep, Mapping):
         return ["repair: missing"]
     t, nu = float(rep.get("t", math.nan)), rep.get("nu")
     if not 0.0 <= t <= 1.0:
         return [f"repair.t: {t!r} is not in [0, 1]"]
+    strategy = rep.get("strategy")
+    if strategy not in REPAIR_STRATEGIES or (strategy == "none") != (t == 0.0):
+        return [f"repair.strategy: {strategy!r} with t = {t!r}; expected 'none' exactly when t = 0, "
+                f"else one of {', '.join(REPAIR_STRATEGIES[1:])}"]
     if t == 0.0:
         return [] if nu is None else ["repair.nu: given although t = 0"]
     nu = np.asarray(nu, dtype=np.float64)
@@ -136,7 +164,10 @@ def _check_repair(d: Mapping, problem: Problem, table: np.ndarray) -> list[str]:
         return ["repair.nu: not a distribution over the outputs"]
     if np.any((nu > 0) & ~common):
         return ["repair.nu: puts mass on an output some row may not use"]
-    if np.any(table < t * nu * (1.0 - 1e-12)):
+    q = d.get("quantization")
+    bits = q.get("bits") if isinstance(q, Mapping) else None
+    slack = 2.0 * QUANTIZE_ROUNDS * 2.0**-bits if isinstance(bits, int) and 1 <= bits <= MAX_BITS else 0.0
+    if np.any(table < t * nu * (1.0 - 1e-12) - slack):
         return ["repair: the table is not of the form (1 − t)·A + t·ν (an entry is below t·ν[y])"]
     return []
 
@@ -301,6 +332,7 @@ def _verify(checked: CheckedCertificate, exact: bool) -> VerifyReport:
         if not _close(d.get(key), value):
             fail.append(f"{key}: stored {d.get(key)!r}, recomputed {value!r}")
     fail += _check_repair(d, problem, table)
+    fail += _check_quantization(d, table)
 
     all_ok = all(c.ok for c in levels)
     if all_ok:

@@ -1,5 +1,5 @@
-"""The ``diffpriv`` command line: ``optimize``, ``certify``, ``export``, ``plot``, ``reference``,
-``evaluate``.
+"""The ``diffpriv`` command line: ``optimize``, ``certify``, ``export``, ``plot``, ``sample``,
+``audit``, ``reference``, ``evaluate``.
 
 Exit codes: 0 success; 1 a certificate's claims do not hold (or a solver failed); 2 a user
 error — a bad config, a bad option value, a missing, malformed or too large file, an output
@@ -15,6 +15,7 @@ The modules: :mod:`~diffpriv.cli._common` (the error contract, reading configs a
 certificates, checking and writing outputs), :mod:`~diffpriv.cli._summary` (the printed and
 saved summaries), :mod:`~diffpriv.cli._optimize` (``optimize``, ``reference``),
 :mod:`~diffpriv.cli._certificate` (``certify``, ``export``, ``plot``),
+:mod:`~diffpriv.cli._deploy` (``sample``, ``audit``),
 :mod:`~diffpriv.cli._evaluate` (``evaluate``) and :mod:`~diffpriv.cli._tupling` (its
 ``--mechanism tupling``).
 """
@@ -26,6 +27,7 @@ from typer.core import TyperGroup, TyperOption
 
 from diffpriv.cli._certificate import certify, export, plot
 from diffpriv.cli._common import _fail
+from diffpriv.cli._deploy import audit, sample
 from diffpriv.cli._evaluate import evaluate
 from diffpriv.cli._optimize import optimize, reference
 
@@ -59,7 +61,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for _command in (optimize, certify, export, plot, reference, evaluate):  # the order of --help
+for _command in (optimize, certify, export, plot, sample, audit, reference, evaluate):  # the order of --help
     app.command()(_command)
 
 

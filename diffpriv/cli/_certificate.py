@@ -57,8 +57,8 @@ def certify(
         _fail(f"--max-memory: must be > 0 (GB), got {max_memory!r}")
     limit = None if max_memory is None else int(max_memory * 2**30)
     expected = None if config is None else _load(config)[0]
-    report = _verify(file, _read_certificate(file), exact=exact, max_seconds=max_seconds, max_memory=limit,
-                     problem=expected)
+    checked = _read_certificate(file)
+    report = _verify(file, checked, exact=exact, max_seconds=max_seconds, max_memory=limit, problem=expected)
     if report.problem is not None and report.levels:
         _print_constraints(_constraints(report.problem, report.levels))
     if not report.ok:
@@ -66,13 +66,25 @@ def certify(
             typer.echo(f"FAIL {failure}", err=True)
         typer.echo(f"{file}: {len(report.failures)} claim(s) do not hold", err=True)
         raise typer.Exit(1)
+    from diffpriv.certification import UNCHECKED
+    from diffpriv.mechanisms import check_parameters
+
+    verified, text = check_parameters(checked.data)
+    if verified is False:
+        typer.echo(f"FAIL {text}", err=True)
+        typer.echo(f"{file}: 1 claim(s) do not hold", err=True)
+        raise typer.Exit(1)
+    if verified is not None or text != "no mechanism recorded":
+        console.print(f"mechanism parameters: {'verified: ' if verified else ''}{text}", markup=False)
+    console.print(f"not checked (free information): {', '.join(UNCHECKED)}", markup=False)
     console.print(f"{file}: all claims hold" + (" (exact arithmetic)" if exact else ""))
 
 
 def export(
     file: Annotated[Path, typer.Argument(help="certificate.json to export the table of.")],
     format: Annotated[
-        str, typer.Option("--format", "-f", help="csv (long format), npz or json.")
+        str, typer.Option("--format", "-f", help="csv (long format), npz, json, or csv-sparse / "
+                          "npz-sparse (non-zero entries only, with integer counts for a dyadic table).")
     ] = "csv",
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Output file [default: next to FILE].")
@@ -86,7 +98,8 @@ def export(
     """
     if format not in FORMATS:
         _fail(f"--format: must be one of {', '.join(FORMATS)}, got {format!r}")
-    target = out if out is not None else file.with_name(f"table.{format}")
+    name = "table-sparse" if format.endswith("-sparse") else "table"
+    target = out if out is not None else file.with_name(f"{name}.{format.removesuffix('-sparse')}")
     _check_out_file(target)
     cert = _read_certificate(file)
     report = _verify(file, cert)
@@ -97,7 +110,8 @@ def export(
         raise typer.Exit(1)
     with _user_errors():
         try:
-            write_table(cert.problem, cert.table, format, target)
+            bits = (cert.data.get("quantization") or {}).get("bits")
+            write_table(cert.problem, cert.table, format, target, bits=bits)
         except MemoryError:
             _fail(f"{file}: cannot be exported: out of memory")
     console.print(f"wrote {target} ({format}, table of shape {cert.problem.shape})")

@@ -145,11 +145,11 @@ def _check_out_file(target: Path) -> None:
 
 def _certify_and_save(problem: Problem, table: np.ndarray, out: Path, meta: dict, seed: int | None):
     """Certifies ``table`` and writes ``out/certificate.json``; returns the certificate and time."""
-    from diffpriv.certification import RepairError, TableError, certify  # numpy only
+    from diffpriv.certification import DEFAULT_BITS, RepairError, TableError, certify  # numpy only
 
     start = time.perf_counter()
     try:
-        cert = certify(problem, table, seed=seed, meta=jsonable(meta))
+        cert = certify(problem, table, seed=seed, meta=jsonable(meta), quantize=DEFAULT_BITS)
     except (RepairError, TableError) as e:
         _fail(f"certify: {e}", code=1)
     seconds = time.perf_counter() - start

@@ -73,10 +73,10 @@ def optimize(
         kwargs["steps"] = steps
 
     from diffpriv._design import InfeasibleError, design  # imports JAX
-    from diffpriv.certification import RepairError, TableError
+    from diffpriv.certification import DEFAULT_BITS, RepairError, TableError
 
     try:
-        d = design(problem, seed=seed, progress=progress, meta=meta, **kwargs)
+        d = design(problem, seed=seed, progress=progress, meta=meta, quantize=DEFAULT_BITS, **kwargs)
     except InfeasibleError as e:
         _fail(f"{config}: {e}", code=1)
     except (RepairError, TableError) as e:

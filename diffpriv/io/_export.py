@@ -19,8 +19,8 @@ from diffpriv.problems._problem import Problem
 
 __all__ = ["FORMATS", "jsonable", "write_json", "write_table"]
 
-Format = Literal["csv", "npz", "json"]
-FORMATS: tuple[Format, ...] = ("csv", "npz", "json")
+Format = Literal["csv", "npz", "json", "csv-sparse", "npz-sparse"]
+FORMATS: tuple[Format, ...] = ("csv", "npz", "json", "csv-sparse", "npz-sparse")
 
 
 def jsonable(data: Any) -> Any:
@@ -50,7 +50,8 @@ def _labels(problem: Problem) -> dict[str, list[str]]:
     }
 
 
-def write_table(problem: Problem, table: np.ndarray, fmt: Format, path: str | Path) -> Path:
+def write_table(problem: Problem, table: np.ndarray, fmt: Format, path: str | Path,
+                bits: int | None = None) -> Path:
     """Writes the ``[n_profiles, n_in, n_out]`` table ``A[s, x, y]`` with its labels.
 
     * ``csv``: long format, one row per entry: ``profile,input,output,probability``
@@ -58,12 +59,47 @@ def write_table(problem: Problem, table: np.ndarray, fmt: Format, path: str | Pa
     * ``npz``: arrays ``table``, ``profiles``, ``inputs``, ``outputs`` (and ``input_coords``,
       ``output_coords`` where the domains have coordinates).
     * ``json``: ``{"profiles", "inputs", "outputs", "table"}`` with ``table`` nested lists.
+    * ``csv-sparse``: the ``csv`` rows of the non-zero entries only; with ``bits`` (a dyadic
+      table: :mod:`diffpriv.certification._quantize`) a fifth column ``count``, the entry's
+      integer count over ``2^bits``, which is what a sampler in any language needs.
+    * ``npz-sparse``: the non-zero entries as arrays ``profile``, ``input``, ``output`` (int64
+      indices), ``probability``, and ``count`` with ``bits`` for a dyadic table, plus ``shape``
+      and the labels and coordinates of ``npz``: a 100×100 grid's table in megabytes.
     """
     table = np.asarray(table, dtype=np.float64)
     if table.shape != problem.shape:
         raise ValueError(f"table: shape {table.shape}, expected {problem.shape}")
     labels = _labels(problem)
     path = Path(path)
+    counts = None
+    if bits is not None:
+        from diffpriv.certification._quantize import dyadic_counts
+
+        counts = dyadic_counts(table, bits)
+        if counts is None:
+            raise ValueError(f"table: not integer counts over 2^{bits}")
+    if fmt == "csv-sparse":
+        with atomic_open(path) as f:
+            w = csv.writer(f, lineterminator="\n")
+            head = ["profile", "input", "output", "probability"]
+            w.writerow(head + (["count"] if counts is not None else []))
+            for s_, x, y in zip(*np.nonzero(table), strict=True):
+                row = [problem.profiles[s_], problem.inputs.labels[x], problem.outputs.labels[y],
+                       repr(float(table[s_, x, y]))]
+                w.writerow(row + ([int(counts[s_, x, y])] if counts is not None else []))
+        return path
+    if fmt == "npz-sparse":
+        where = np.nonzero(table)
+        arrays = {k: np.asarray(v) for k, v in labels.items()}
+        for name, dom in (("input_coords", problem.inputs), ("output_coords", problem.outputs)):
+            if dom.coords is not None:
+                arrays[name] = dom.coords
+        if counts is not None:
+            arrays.update(count=counts[where], bits=np.int64(bits))
+        with atomic_open(path, "wb") as f:
+            np.savez_compressed(f, shape=np.asarray(table.shape, np.int64), profile=where[0],
+                                input=where[1], output=where[2], probability=table[where], **arrays)
+        return path
     if fmt == "csv":
         with atomic_open(path) as f:
             w = csv.writer(f, lineterminator="\n")

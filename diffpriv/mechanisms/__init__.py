@@ -22,6 +22,7 @@ from diffpriv.mechanisms._evaluate import (
     ComparisonRow,
     Evaluation,
     calibrate,
+    check_parameters,
     compare,
     evaluate,
     format_comparison,
@@ -57,6 +58,7 @@ __getattr__ = lazy_getattr("diffpriv.mechanisms", _LAZY)
 
 
 __all__ = [
+    "check_parameters",
     "CATEGORICAL_CHAIN",
     "CATEGORICAL_CHAIN_EDGES",
     "MECHANISMS",

@@ -1,0 +1,105 @@
+"""Dyadic tables: every row a vector of integer counts over ``2^bits`` that sum to exactly
+``2^bits``, so the certified table is the sampled one.
+
+A float64 table's certified mechanism is each row divided by its exact sum, a rational with a
+denominator of up to ~1100 bits: no sampler draws that with machine integers. :func:`quantize`
+rounds each row to counts ``c[y] ≥ 0`` with ``Σ_y c[y] = 2^bits`` exactly (largest-remainder
+rounding: the floors, then one more count to the largest remainders until the row is full; an
+entry that was positive keeps at least one count, so no support changes). With ``bits ≤ 53``
+every ``c[y] / 2^bits`` is a float64 exactly and each row sums to exactly 1: the table the
+certifier checks, the table a deployment samples (:mod:`diffpriv.io._sample`: uniform
+``bits``-bit integers looked up in the cumulative counts, no float anywhere) and the
+certificate's table are one and the same. :func:`dyadic_counts` checks that a stored table is
+of that form and recovers its counts exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["MAX_BITS", "DEFAULT_BITS", "quantize", "dyadic_counts"]
+
+MAX_BITS = 53
+"""Counts below ``2^53`` are float64 integers: ``c / 2^bits`` is then exact."""
+
+DEFAULT_BITS = 53
+"""The resolution ``optimize``, ``reference`` and ``evaluate`` certify at (``2^-53 ≈ 1.1e-16``)."""
+
+_ROWS = 4096
+"""Rows rounded at once (the sort of remainders is ``[rows, n_out]``)."""
+
+
+def _check_bits(bits: int) -> int:
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= MAX_BITS:
+        raise ValueError(f"bits: expected an integer in [1, {MAX_BITS}], got {bits!r}")
+    return int(bits)
+
+
+def _round_rows(rows: np.ndarray, bits: int) -> np.ndarray:
+    """``[n, Y]`` int64 counts summing to ``2^bits`` per row from non-negative ``rows``."""
+    total = np.int64(1) << bits
+    scaled = rows / rows.sum(axis=1, keepdims=True) * float(total)
+    counts = np.floor(scaled).astype(np.int64)
+    counts = np.where((rows > 0) & (counts == 0), 1, counts)  # keep the support
+    remainder = np.where(counts > 0, scaled - counts, -np.inf)  # zeros stay zero
+    short = total - counts.sum(axis=1)  # > 0: counts to add, < 0: counts to take
+    order = np.argsort(-remainder, axis=1, kind="stable")  # largest remainder first
+    for i in np.flatnonzero(short):
+        need = int(short[i])
+        if need > 0:
+            take = order[i][np.isfinite(remainder[i, order[i]])][:need]
+            if take.size < need:  # fewer positive entries than counts to add: the largest gets the rest
+                counts[i, np.argmax(counts[i])] += need - take.size
+            counts[i, take] += 1
+        else:  # the support rule overfilled the row: take from the entries with most counts
+            for j in np.argsort(-counts[i], kind="stable"):
+                spare = min(-need, int(counts[i, j]) - 1)
+                counts[i, j] -= spare
+                need += spare
+                if need == 0:
+                    break
+    return counts
+
+
+def quantize(table, bits: int = DEFAULT_BITS) -> tuple[np.ndarray, np.ndarray]:
+    """``(counts, dyadic)``: ``[S, X, Y]`` int64 counts with each row summing to ``2^bits``, and
+    the float64 table ``counts / 2^bits`` (exact; rows sum to exactly 1).
+
+    Args:
+      table: ``[S, X, Y]`` non-negative, finite, every row with mass (rows are divided by their
+        sums first).
+      bits: ``1 … 53``; a row with more positive entries than ``2^bits`` cannot keep its support
+        (``ValueError``).
+    """
+    bits = _check_bits(bits)
+    A = np.asarray(table, dtype=np.float64)
+    if A.ndim != 3 or not np.all(np.isfinite(A)) or np.any(A < 0) or np.any(A.sum(axis=-1) <= 0):
+        raise ValueError("table: expected [S, X, Y] finite, non-negative, every row with mass")
+    if np.any((A > 0).sum(axis=-1) > 2**bits):
+        raise ValueError(f"bits: a row has more positive entries than 2^{bits} counts")
+    flat = A.reshape(-1, A.shape[-1])
+    counts = np.empty(flat.shape, dtype=np.int64)
+    for lo in range(0, flat.shape[0], _ROWS):
+        counts[lo:lo + _ROWS] = _round_rows(flat[lo:lo + _ROWS], bits)
+    counts = counts.reshape(A.shape)
+    return counts, np.ldexp(counts.astype(np.float64), -bits)
+
+
+def dyadic_counts(table, bits: int) -> np.ndarray | None:
+    """The int64 counts ``table · 2^bits`` if every entry is an integer multiple of ``2^-bits``
+    and every row's counts sum to exactly ``2^bits``; None otherwise (exact: scaling by a power
+    of two and the integer sums do not round)."""
+    bits = _check_bits(bits)
+    A = np.asarray(table, dtype=np.float64)
+    if not np.all(np.isfinite(A)) or np.any(A < 0):
+        return None
+    rows = A.sum(axis=-1)
+    if np.any(rows < 0.5) or np.any(rows > 2.0):  # then no integer sum below can overflow int64
+        return None
+    scaled = np.ldexp(A, bits)
+    if np.any(scaled != np.floor(scaled)) or np.any(scaled > 2.0**bits):
+        return None
+    counts = scaled.astype(np.int64)
+    if np.any(counts.sum(axis=-1) != (np.int64(1) << bits)):
+        return None
+    return counts

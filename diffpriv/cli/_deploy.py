@@ -1,0 +1,102 @@
+"""``sample`` and ``audit``: the commands that deploy a certificate's table (numpy only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from diffpriv.cli._common import _check_out_file, _fail, _read_certificate, _user_errors
+from diffpriv.io._files import atomic_open
+
+MAX_DRAWS = 10**9
+"""Most reports one ``sample`` command draws (written a million at a time)."""
+
+_CHUNK = 10**6
+
+
+def _sampler(file: Path, exact: bool):
+    """The verified :class:`~diffpriv.deploy.Sampler` of FILE, or exit 1 (a claim fails) / 2."""
+    from diffpriv.deploy import Sampler, SamplerError
+
+    cert = _read_certificate(file)
+    try:
+        return Sampler(cert.data, exact=exact)
+    except SamplerError as e:
+        _fail(f"{file}: {e}", code=1 if "does not verify" in str(e) else 2)
+
+
+def sample(
+    file: Annotated[Path, typer.Argument(help="certificate.json whose table to sample.")],
+    input: Annotated[str, typer.Option("--input", help="The true input's label.")],
+    n: Annotated[int, typer.Option("-n", help="How many reports to draw.")] = 1,
+    profile: Annotated[str | None, typer.Option(help="The profile's name (if there are several).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write [default: stdout].")] = None,
+    exact: Annotated[bool, typer.Option(help="Verify in exact arithmetic first.")] = False,
+) -> None:
+    """Draw N reports of a user whose true value is INPUT, one output label per line.
+
+    The certificate is verified first (exit 1, nothing written, if a claim fails) and must be
+    dyadic (optimize, reference and evaluate write such certificates): each report is a uniform
+    integer from the operating system's CSPRNG looked up in the row's integer cumulative counts,
+    so it is drawn with exactly the certified probability, with no floating-point arithmetic.
+    """
+    if not 0 <= n <= MAX_DRAWS:
+        _fail(f"-n: must be between 0 and {MAX_DRAWS:,}, got {n}")
+    if out is not None:
+        _check_out_file(out)
+    sampler = _sampler(file, exact)
+    from diffpriv.deploy import SamplerError
+
+    try:
+        sampler.sample(input, 0, profile=profile)  # names a bad --input or --profile first
+    except SamplerError as e:
+        _fail(str(e))
+
+    def chunks():
+        for lo in range(0, n, _CHUNK):
+            draws = sampler.sample(input, min(_CHUNK, n - lo), profile=profile)
+            yield "\n".join(map(str, sampler.labels(draws))) + "\n"
+
+    if out is None:
+        for text in chunks():
+            typer.echo(text, nl=False)
+        return
+    with _user_errors(), atomic_open(out) as f:
+        for text in chunks():
+            f.write(text)
+    typer.echo(f"wrote {out} ({n:,} reports of input {input!r})", err=True)
+
+
+def audit(
+    file: Annotated[Path, typer.Argument(help="certificate.json whose sampler to audit.")],
+    samples: Annotated[int, typer.Option(help="Reports drawn per compared law.")] = 200_000,
+    confidence: Annotated[float, typer.Option(help="Joint confidence of the intervals.")] = 0.999,
+    seed: Annotated[int, typer.Option(help="Seed of the inputs drawn from an item's distribution.")] = 0,
+) -> None:
+    """Estimate each pure or (ε,δ) DistP / local-DP claim of FILE from its sampler alone.
+
+    Every compared law is sampled (a row: its input's reports; an item's law: inputs drawn from
+    the item, then their reports); Clopper–Pearson intervals at a joint CONFIDENCE (Bonferroni
+    over outputs and laws) bound each output's probability, and a claim is contradicted when
+    some output's lower bound exceeds e^ε times the other law's upper bound (pure), or the
+    hockey-stick's lower bound exceeds δ. Exit 1 if a claim is contradicted.
+    """
+    from diffpriv.deploy import audit as run_audit
+
+    if not 1 <= samples <= 10**8:
+        _fail(f"--samples: must be between 1 and 100,000,000, got {samples}")
+    if not 0 < confidence < 1:
+        _fail(f"--confidence: must be in (0, 1), got {confidence}")
+    sampler = _sampler(file, exact=False)
+    report = run_audit(sampler, samples=samples, confidence=confidence, seed=seed)
+    for line in report.lines():
+        typer.echo(line)
+    if report.contradicted:
+        typer.echo(f"{file}: {len(report.contradicted)} claim(s) contradicted by the samples", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"{file}: no claim contradicted by {samples:,} reports per law (confidence {confidence:g})")
+
+
+__all__ = ["audit", "sample"]

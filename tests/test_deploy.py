@@ -1,0 +1,184 @@
+"""Deployment: dyadic tables (quantize), the integer-only sampler against the certified table
+(chi-squared over 10⁶ draws per row), refusals, and the black-box audit catching a planted bug."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import chisquare
+from typer.testing import CliRunner
+
+import diffpriv as dp
+from diffpriv.certification import dyadic_counts, quantize
+from diffpriv.cli import app
+from diffpriv.deploy import Sampler, SamplerError, audit
+
+
+def seeded(seed):
+    rng = np.random.default_rng(seed)
+    return lambda n: rng.bytes(n)
+
+
+def krr_problem(k=4, eps=1.0):
+    X = dp.Domain(tuple("abcdefgh"[:k]))
+    problem = dp.Problem(X, X, 1 - np.eye(k), np.ones(k) / k, constraints=(dp.LocalDP(epsilon=eps),))
+    e = math.exp(eps * 0.95)
+    table = (np.full((k, k), 1.0) + (e - 1) * np.eye(k))[None] / (e + k - 1)
+    return problem, table
+
+
+def distp_problem():
+    """Pure DistP between two items on 5 labels, with zeros in the table (the LP optimum)."""
+    X = dp.Domain(tuple("abcde"))
+    items = (dp.Item("p", np.array([0.5, 0.3, 0.2, 0, 0])), dp.Item("q", np.array([0, 0, 0.2, 0.3, 0.5])))
+    loss = np.abs(np.subtract.outer(np.arange(5), np.arange(5))).astype(float)
+    problem = dp.Problem(X, X, loss, np.ones(5) / 5, items=items,
+                         constraints=(dp.DistP(pairs=((0, 1),), epsilon=1.0),))
+    return problem, dp.solvers.lp(problem).table
+
+
+# -- quantize ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bits", [1, 3, 8, 30, 53])
+def test_quantize_rows_sum_to_two_to_the_bits_and_keep_the_support(bits):
+    rng = np.random.default_rng(bits)
+    for _ in range(50):
+        y = int(rng.integers(1, 2 ** min(bits, 3) + 1))
+        A = rng.dirichlet(np.full(y, 0.3), size=(2, 3))
+        A[rng.random(A.shape) < 0.3] = 0.0
+        A[..., 0] += 1e-300  # a tiny entry keeps one count
+        counts, dyadic = quantize(A, bits)
+        assert (counts.sum(axis=-1) == 2**bits).all()
+        assert ((counts > 0) == (A > 0)).all()
+        assert (dyadic_counts(dyadic, bits) == counts).all()
+        assert (dyadic.sum(axis=-1) == 1.0).all()
+    assert dyadic_counts(np.array([[[0.5, 0.5 - 2.0**-60, 2.0**-60]]]), 53) is None  # not over 2^53
+    assert dyadic_counts(np.array([[[0.5, 0.25]]]), 2) is None  # counts sum to 3, not 4
+
+
+def test_quantized_certificates_verify_and_a_false_quantization_claim_fails():
+    problem, table = distp_problem()
+    cert = dp.certify(problem, table, quantize=53)
+    assert cert.ok and cert.quantization_bits == 53 and dp.verify(cert).ok
+    assert dyadic_counts(cert.table, 53) is not None
+    d = json.loads(json.dumps(cert.to_dict()))
+    assert dp.verify(d).ok
+    d["table"][0][0] = (np.array(d["table"][0][0]) * (1 - 2.0**-50)).tolist()
+    report = dp.verify(d)
+    assert any(f.startswith("quantization: the table is not integer counts over 2^53")
+               for f in report.failures)
+
+
+# -- the sampler ---------------------------------------------------------------------------------
+
+
+def chi2_pvalues(sampler, draws):
+    """One chi-squared p-value per row of ``sampler``'s table, from ``draws`` reports each;
+    an output with no count must never be drawn."""
+    out = []
+    ns, nx, ny = sampler.shape
+    probs = np.diff(np.concatenate([np.zeros((ns, nx, 1), np.int64), sampler.cumulative], axis=-1), axis=-1)
+    for s in range(ns):
+        for x in range(nx):
+            seen = np.bincount(sampler.sample(x, draws, profile=s), minlength=ny)
+            positive = probs[s, x] > 0
+            assert seen[~positive].sum() == 0
+            expected = probs[s, x, positive] / 2.0**sampler.bits * draws
+            out.append(chisquare(seen[positive], expected).pvalue)
+    return np.array(out)
+
+
+@pytest.mark.parametrize(("which", "bits"), [("krr", 53), ("krr", 10), ("distp", 53), ("distp", 12)])
+def test_a_million_draws_per_row_match_the_certified_table(which, bits):
+    problem, table = krr_problem() if which == "krr" else distp_problem()
+    cert = dp.certify(problem, table, quantize=bits)
+    assert cert.ok
+    pvalues = chi2_pvalues(Sampler(cert, randbytes=seeded(bits)), 10**6)
+    assert pvalues.min() > 1e-4, pvalues
+
+
+class OffByOne(Sampler):
+    """A planted bug: one random bit too few, so only the first half of each row's cumulative
+    counts can be reached."""
+
+    def uniform(self, n):
+        return super().uniform(n) >> 1
+
+
+def test_a_planted_off_by_one_fails_the_chi_squared_test_and_the_audit_catches_it():
+    problem, table = krr_problem()
+    cert = dp.certify(problem, table, quantize=53)
+    broken = OffByOne(cert, randbytes=seeded(1))
+    assert chi2_pvalues(broken, 10**6).min() < 1e-12
+    report = audit(broken, samples=20_000, confidence=0.999)
+    assert report.contradicted and report.claims[0].contradicted > 0
+    good = audit(Sampler(cert, randbytes=seeded(2)), samples=20_000, confidence=0.999)
+    assert not good.contradicted and good.claims[0].comparisons == 6
+    assert good.claims[0].lower <= 1.0  # the certified ε bounds the truth; the lower bound must not exceed it
+
+
+def test_the_sampler_refuses_what_it_cannot_vouch_for(tmp_path):
+    problem, table = krr_problem()
+    with pytest.raises(SamplerError, match="not dyadic"):
+        Sampler(dp.certify(problem, table))
+    d = json.loads(json.dumps(dp.certify(problem, table, quantize=53).to_dict()))
+    d["constraints"][0]["epsilon"] = 5.0  # a claim that does not match the problem
+    with pytest.raises(SamplerError, match="does not verify: constraints"):
+        Sampler(d)
+    sampler = Sampler(dp.certify(problem, table, quantize=53))
+    with pytest.raises(SamplerError, match="--input: unknown input 'z'"):
+        sampler.sample("z", 3)
+
+
+def test_cli_sample_and_audit(tmp_path):
+    problem, table = krr_problem()
+    path = dp.certify(problem, table, quantize=53).save(tmp_path / "c.json")
+    runner = CliRunner()
+    result = runner.invoke(app, ["sample", str(path), "--input", "b", "-n", "2000"])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2000 and set(lines) <= set("abcd") and lines.count("b") > 600
+    out = tmp_path / "reports.txt"
+    result = runner.invoke(app, ["sample", str(path), "--input", "a", "-n", "10", "--out", str(out)])
+    assert result.exit_code == 0
+    assert len(out.read_text().splitlines()) == 10
+    result = runner.invoke(app, ["sample", str(path), "--input", "z", "-n", "3"])
+    assert result.exit_code == 2 and result.stderr.startswith("error: --input: unknown input 'z'")
+
+    bad = json.loads(path.read_text())
+    bad["table"][0][0][0] = 0.9  # not the certified table any more
+    tampered = tmp_path / "bad.json"
+    tampered.write_text(json.dumps(bad))
+    target = tmp_path / "never.txt"
+    result = runner.invoke(app, ["sample", str(tampered), "--input", "a", "--out", str(target)])
+    assert result.exit_code == 1 and "does not verify" in result.stderr and not target.exists()
+
+    result = runner.invoke(app, ["audit", str(path), "--samples", "20000"])
+    assert result.exit_code == 0 and "consistent over 6 comparisons" in result.stdout
+
+
+def test_sparse_exports_hold_the_non_zero_entries_and_their_integer_counts(tmp_path):
+    problem, table = distp_problem()
+    cert = dp.certify(problem, table, quantize=53)
+    path = cert.save(tmp_path / "c.json")
+    runner = CliRunner()
+    for fmt in ("csv-sparse", "npz-sparse"):
+        result = runner.invoke(app, ["export", str(path), "--format", fmt])
+        assert result.exit_code == 0, result.output
+    nonzero = int((cert.table > 0).sum())
+    assert nonzero < cert.table.size  # the LP optimum has zeros
+    rows = (tmp_path / "table-sparse.csv").read_text().splitlines()
+    assert rows[0] == "profile,input,output,probability,count" and len(rows) == 1 + nonzero
+    counts = {}
+    for line in rows[1:]:
+        s, x, _, p, c = line.split(",")
+        assert float(p) * 2.0**53 == int(c)
+        counts[(s, x)] = counts.get((s, x), 0) + int(c)
+    assert set(counts.values()) == {2**53}
+    with np.load(tmp_path / "table-sparse.npz") as z:
+        rebuilt = np.zeros(tuple(z["shape"]))
+        rebuilt[z["profile"], z["input"], z["output"]] = z["probability"]
+        assert np.array_equal(rebuilt, cert.table) and int(z["bits"]) == 53
+        assert np.array_equal(z["count"], (cert.table[cert.table > 0] * 2.0**53).astype(np.int64))
