@@ -27,10 +27,16 @@ import numpy as np
 __all__ = ["AuditReport", "ClaimAudit", "audit"]
 
 
+ESTIMATE_MIN = 1000
+"""Reports an output needs on both sides to enter the point estimate of ε (the confidence
+bounds use every output)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ClaimAudit:
     """One constraint: ``estimate`` (the largest point estimate of its ε over its comparisons,
-    from the empirical frequencies), ``lower`` (the largest lower confidence bound of ε),
+    from the empirical frequencies of outputs with at least :data:`ESTIMATE_MIN` reports on each
+    side), ``lower`` (the largest lower confidence bound of ε),
     ``contradicted`` comparisons, or ``audited = False`` for a claim the audit cannot test."""
 
     index: int
@@ -133,7 +139,7 @@ def audit(sampler, *, samples: int = 200_000, confidence: float = 0.999, seed: i
             broken = (np.maximum(0, lo_p - scale * hi_q).sum() > delta
                       or np.maximum(0, lo_q - scale * hi_p).sum() > delta)
         p_hat, q_hat = laws[a] / samples, laws[b] / samples
-        both = (p_hat > 0) & (q_hat > 0)
+        both = (laws[a] >= ESTIMATE_MIN) & (laws[b] >= ESTIMATE_MIN)  # rare outputs: too noisy
         estimate = float(np.abs(np.log(p_hat[both]) - np.log(q_hat[both])).max(initial=0.0))
         with np.errstate(divide="ignore"):
             lower = float(max(np.log(lo_p / hi_q).max(initial=0.0), np.log(lo_q / hi_p).max(initial=0.0)))
