@@ -15,6 +15,7 @@ saved in an arrays file beside the JSON (:mod:`._arrays`) and never become Pytho
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import platform
@@ -54,14 +55,21 @@ optimizer's (JAX, optax). Read from the installed metadata: nothing is imported.
 
 def versions() -> dict[str, str]:
     """Versions of Python, numpy and :data:`VERSIONED` (``"not installed"`` for one that is
-    not)."""
+    not); a fresh dict each call."""
+    return dict(_versions())
+
+
+@functools.cache
+def _versions() -> tuple[tuple[str, str], ...]:
+    """Read once per process: the metadata lookups take ~15 ms, and certify runs many times in a
+    calibration."""
     out = {"python": platform.python_version(), "numpy": np.__version__}
     for name in VERSIONED:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = "not installed"
-    return out
+    return tuple(out.items())
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
