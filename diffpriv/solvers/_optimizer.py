@@ -82,7 +82,9 @@ class OptimizeResult:
       status: ``"converged"`` (the relative gap and the violation reached ``gap_tol`` and
         ``viol_factor · gap_tol``), ``"step limit"``, ``"infeasible"`` (the lower bound exceeds the largest
         objective any table can have, which proves by weak duality that no table meets the
-        constraints) or ``"diverged"``.
+        constraints), ``"diverged"``, or ``"stalled"`` (the augmented Lagrangian of divergence
+        problems: a round no longer moves the objective, or the bound lags the table; the best
+        table so far is kept).
       history: per-period traces, ``{"kkt": [...], "lower_bound": [...], "gap": [...]}``.
       options: the optimizer's settings.
       state: the solver's final state (PDHG: logits and multipliers, before polishing), so that
