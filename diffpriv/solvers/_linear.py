@@ -328,6 +328,22 @@ def largest_objective(problem: Problem) -> float:
     return float(np.sum(problem.prior * worst_row))
 
 
+def smallest_objective(problem: Problem) -> float:
+    """A lower bound of every table's objective that holds whatever the constraints: each row at
+    its cheapest allowed output (expected loss ``Σ π[s,x] min_y L[x,y]``; worst-case loss the
+    largest such row minimum over rows with prior), rounded down by ``1e-12`` relative; ``-∞``
+    for the largest-entry and transport objectives. A solver's Lagrangian bound can be looser
+    than this early in a run (a KL frontier once printed −11.1); the larger of the two is kept."""
+    if problem.objective.transport or problem.objective.epigraph == "entries":
+        return -np.inf
+    best_row = np.min(np.where(problem.support_mask(), problem.loss[None], np.inf), axis=-1)  # [S, X]
+    if problem.objective.epigraph:
+        value = float(best_row[problem.prior > 0].max())
+    else:
+        value = float(np.sum(np.where(problem.prior > 0, problem.prior * best_row, 0.0)))
+    return value - 1e-12 * abs(value)
+
+
 def proves_infeasible(data: LinearData, bound):
     """Whether a certified lower bound exceeds every objective a table can have (with a relative
     1e-9 and absolute 1e-12 allowance for rounding): then no table meets the constraints."""

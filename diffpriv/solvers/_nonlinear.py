@@ -38,6 +38,7 @@ from diffpriv.solvers._linear import (
     lower_bound,
     operator,
     proves_infeasible,
+    smallest_objective,
     sparse_matrix,
     the_table,
     tighten,
@@ -170,7 +171,7 @@ def run_nonlinear(opt, problem: Problem, seed: int, progress=None):
         return _transport_pdhg.run_transport(opt, problem, seed, true_data, true_nl, kinds, progress)
     nl = true_nl._replace(eps=tuple(e * (1.0 - NONLINEAR_TIGHTEN) for e in true_nl.eps))
     state = _al_init_jit(data, jax.random.PRNGKey(seed), nl)
-    done, status, bound, best, last = 0, "step limit", -np.inf, None, None
+    done, status, bound, best, last = 0, "step limit", smallest_objective(problem), None, None
     while done < opt.steps:
         state = _al_chunk_jit(data, _remix(data, state, REMIX), worst, nl, kinds)
         done += NONLINEAR_CHUNK * NONLINEAR_INNER
@@ -226,7 +227,7 @@ def batch_nonlinear(opt, problem: Problem, scales, seed: int) -> tuple[np.ndarra
     tables, bounds = _batch_jit(base, nl, scales, jax.random.PRNGKey(seed), worst, kinds, chunks)
     tables = np.array(tables, dtype=np.float64)
     tables = np.stack([the_table(problem, t) for t in tables / tables.sum(axis=-1, keepdims=True)])
-    return tables, np.asarray(bounds)
+    return tables, np.maximum(np.asarray(bounds), smallest_objective(problem))
 
 
 @jax.jit(static_argnums=(4, 5, 6))
