@@ -24,6 +24,7 @@ import numpy as np
 
 from diffpriv.certification._arrays import as_read
 from diffpriv.certification._certificate import QUANTIZE_ROUNDS, Certificate
+from diffpriv.certification._compare import problem_difference
 from diffpriv.certification._cost import admit_check
 from diffpriv.certification._exact import MAX_EXACT_ENTRIES, exact_holds
 from diffpriv.certification._levels import comparison_levels
@@ -37,11 +38,11 @@ from diffpriv.certification._schema import (
 )
 from diffpriv.certification._summary import ConstraintLevel, summarize
 from diffpriv.problems._blocks import budgets
-from diffpriv.problems._json import problem_hash, problem_to_dict
+from diffpriv.problems._json import problem_hash
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, admit
 
-__all__ = ["VerifyReport", "verify", "RTOL", "ATOL", "UNCHECKED", "first_difference", "problem_difference"]
+__all__ = ["VerifyReport", "verify", "RTOL", "ATOL", "UNCHECKED"]
 
 REPAIR_STRATEGIES = ("none", "violation", "uniform")
 """The repair strategies a certificate may name (:mod:`._repair`)."""
@@ -196,54 +197,6 @@ def admit_exact(table: np.ndarray) -> None:
         raise SizeError(f"exact arithmetic: the table has {table.size:,} entries, more than the "
                         f"{MAX_EXACT_ENTRIES:,} the exact check takes (it would run for hours); "
                         "check it in float64 only")
-
-
-def _short(value: Any) -> str:
-    text = repr(value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def first_difference(stored: Any, expected: Any, path: str) -> str | None:
-    """``"PATH: the certificate has X, the config Y"`` for the first place where two JSON-like
-    values differ (dicts key by key, lists and arrays entry by entry), or None when equal."""
-    if isinstance(stored, Mapping) and isinstance(expected, Mapping):
-        for key in [*stored, *(k for k in expected if k not in stored)]:
-            if key not in stored or key not in expected:
-                side = "the config" if key not in stored else "the certificate"
-                return f"{path}.{key}: only {side} has it"
-            found = first_difference(stored[key], expected[key], f"{path}.{key}")
-            if found:
-                return found
-        return None
-    if isinstance(stored, np.ndarray) or isinstance(expected, np.ndarray):
-        a, b = np.asarray(stored), np.asarray(expected)
-        if a.shape != b.shape:
-            return f"{path}: the certificate has shape {a.shape}, the config {b.shape}"
-        differ = np.argwhere(a != b)
-        if differ.size == 0:
-            return None
-        at = tuple(int(i) for i in differ[0])
-        return f"{path}{list(at)}: the certificate has {_short(a[at])}, the config {_short(b[at])}"
-    if isinstance(stored, (list, tuple)) and isinstance(expected, (list, tuple)):
-        if len(stored) != len(expected):
-            return f"{path}: the certificate has {len(stored)} entries, the config {len(expected)}"
-        for i, (u, v) in enumerate(zip(stored, expected, strict=True)):
-            found = first_difference(u, v, f"{path}[{i}]")
-            if found:
-                return found
-        return None
-    if type(stored) is not type(expected) or stored != expected:
-        return f"{path}: the certificate has {_short(stored)}, the config {_short(expected)}"
-    return None
-
-
-def problem_difference(stored: Problem, expected: Problem) -> str | None:
-    """None when the two are the same problem (equal canonical hashes), else the first field of
-    ``problem`` that differs (:func:`first_difference` of their JSON forms)."""
-    if problem_hash(stored) == problem_hash(expected):
-        return None
-    return first_difference(problem_to_dict(stored, arrays=True), problem_to_dict(expected, arrays=True),
-                            "problem") or "problem: differs from the config's (its hash)"
 
 
 def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = False,

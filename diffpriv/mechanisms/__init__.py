@@ -22,11 +22,11 @@ from diffpriv.mechanisms._evaluate import (
     ComparisonRow,
     Evaluation,
     calibrate,
-    check_parameters,
     compare,
     evaluate,
     format_comparison,
 )
+from diffpriv.mechanisms._parameters import check_parameters
 from diffpriv.mechanisms._profile_based import (
     CATEGORICAL_CHAIN,
     CATEGORICAL_CHAIN_EDGES,
