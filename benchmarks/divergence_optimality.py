@@ -79,19 +79,59 @@ def problem_for(kind: str, seed: int, objective: str = "expected") -> dp.Problem
     return problem
 
 
-def run(kind: str, seed: int, objective: str = "expected") -> dict:
-    problem = problem_for(kind, seed, objective)
-    ref = dp.solvers.convex(problem)
+GRID_KINDS = {
+    "kl": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=eps),
+    "reverse_kl": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="reverse_kl", epsilon=eps),
+    "chi2": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="chi2", epsilon=1.5 * eps),
+    "hellinger": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="hellinger", epsilon=eps / 4),
+    "renyi0.5": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="renyi", alpha=0.5, epsilon=eps),
+    "renyi2": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="renyi", alpha=2.0, epsilon=eps),
+    "kl-forward": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=eps,
+                                                 direction="forward"),
+}
+"""``--grid``: divergence DistP between two Gaussian-mixture sub-populations on an ``n × n`` grid."""
+
+
+def grid_problem(kind: str, n: int, seed: int) -> dp.Problem:
+    """Two items on an ``n × n`` grid of unit cells, each a Gaussian mixture (3 and 2 bumps,
+    random centres, weights and widths of 8–25 % of the side, seeded), prior their average,
+    Euclidean loss, outputs = inputs; the budget drawn per seed in [0.05, 0.5]."""
+    dom = dp.Domain.grid(n, n, 1.0)
+    rng = np.random.default_rng(seed)
+
+    def mixture(k):
+        centres, weights = rng.uniform(0, n, (k, 2)), rng.dirichlet(np.ones(k))
+        widths = rng.uniform(0.08, 0.25, k) * n
+        d = sum(w * np.exp(-np.sum((dom.coords - m) ** 2, axis=1) / (2 * s**2))
+                for m, w, s in zip(centres, weights, widths, strict=True))
+        return d / d.sum()
+
+    a, b = mixture(3), mixture(2)
+    eps = float(rng.uniform(0.05, 0.5))
+    return dp.Problem(dom, dom, dom.distances(dom), (a + b) / 2, items=(dp.Item("a", a), dp.Item("b", b)),
+                      constraints=(GRID_KINDS[kind](eps),))
+
+
+def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap_tol: float | None = None,
+        reference: bool = True) -> dict:
+    problem = grid_problem(kind, grid, seed) if grid else problem_for(kind, seed, objective)
+    ref_start = time.perf_counter()
+    try:
+        ref = dp.solvers.convex(problem).value if reference else float("nan")
+    except dp.solvers.ConvexSolveError:  # e.g. Clarabel's 'optimal_inaccurate': no yardstick
+        ref = float("nan")
+    ref_seconds = time.perf_counter() - ref_start
     start = time.perf_counter()
-    design = dp.design(problem)
+    design = dp.design(problem, **({} if gap_tol is None else {"gap_tol": gap_tol}))
     seconds = time.perf_counter() - start
     cert, result = design.certificate, design.result
-    return {"kind": kind, "seed": seed, "reference": ref.value, "certified": cert.loss,
-            "excess": cert.loss / ref.value - 1 if ref.value > 0 else cert.loss,
+    return {"kind": kind if not grid else f"{kind}-{grid}x{grid}", "seed": seed, "reference": ref,
+            "certified": cert.loss,
+            "excess": cert.loss / ref - 1 if ref > 0 else (cert.loss if ref == 0 else float("nan")),
             "bound": result.lower_bound,
-            "bound_below": 1 - result.lower_bound / ref.value if ref.value else 0,
+            "bound_below": 1 - result.lower_bound / ref if ref else 0,
             "ok": cert.ok, "repair_t": cert.repair_t, "steps": result.steps, "status": result.status,
-            "seconds": seconds}
+            "seconds": seconds, "reference_seconds": ref_seconds, "gap": cert.loss / result.lower_bound - 1}
 
 
 def main(argv=None) -> int:
@@ -99,35 +139,47 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--objective", choices=tuple(OBJECTIVES), default="expected")
+    ap.add_argument("--grid", type=int, nargs="*", default=[],
+                    help="grid sides n: the Gaussian-mixture problems of GRID_KINDS instead")
+    ap.add_argument("--gap-tol", type=float, default=None, help="the optimizer's gap_tol")
+    ap.add_argument("--no-reference", action="store_true", help="skip Clarabel (large grids)")
     ap.add_argument("--out", default="benchmarks/results/divergence_optimality.txt")
     args = ap.parse_args(argv)
     lines = ["| kind | seed | convex reference | certified loss | excess | lower bound below ref | "
-             "repair t | steps | status | seconds |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+             "certified gap | repair t | steps | status | seconds | Clarabel seconds |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     rows = []
-    for kind in args.kinds.split(","):
-        for seed in range(args.seeds):
-            r = run(kind, seed, args.objective)
-            rows.append(r)
-            lines.append(f"| {kind} | {seed} | {r['reference']:.8g} | {r['certified']:.8g} | "
-                         f"{100 * r['excess']:.4f} % | {100 * r['bound_below']:.3f} % | "
-                         f"{r['repair_t']:.2g} | {r['steps']} | {r['status']} | {r['seconds']:.1f} |")
-            print(lines[-1], flush=True)
+    kinds = args.kinds.split(",") if not args.grid or args.kinds != ",".join(KINDS) else list(GRID_KINDS)
+    for grid in args.grid or [0]:
+        for kind in kinds:
+            for seed in range(args.seeds):
+                r = run(kind, seed, args.objective, grid=grid, gap_tol=args.gap_tol,
+                        reference=not args.no_reference)
+                rows.append(r)
+                lines.append(f"| {r['kind']} | {seed} | {r['reference']:.8g} | {r['certified']:.8g} | "
+                             f"{100 * r['excess']:.4f} % | {100 * r['bound_below']:.3f} % | "
+                             f"{100 * r['gap']:.3f} % | {r['repair_t']:.2g} | {r['steps']} | {r['status']} | "
+                             f"{r['seconds']:.1f} | {r['reference_seconds']:.1f} |")
+                print(lines[-1], flush=True)
     summary = ["", "| kind | runs | certified | median excess | max excess | within 1 % | "
-               "median bound below ref | max bound below ref | bounds above ref | median seconds |",
-               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+               "median bound below ref | max bound below ref | bounds above ref | converged | "
+               "max certified gap | median seconds | median Clarabel seconds |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     bad = False
     for kind in dict.fromkeys(r["kind"] for r in rows):
         rs = [r for r in rows if r["kind"] == kind]
         ex = [r["excess"] for r in rs]
         below = [r["bound_below"] for r in rs]
-        above = sum(b < -1e-9 for b in below)
-        within = sum(e <= 0.01 for e in ex)
+        above = sum(b < -1e-7 for b in below)  # Clarabel's value is accurate to ~1e-8
+        # without the reference (large grids), the certified gap bounds the excess
+        within = sum((r["gap"] if args.no_reference else r["excess"]) <= 0.01 for r in rs)
         bad |= above > 0 or within < len(rs) or not all(r["ok"] for r in rs)
         summary.append(
             f"| {kind} | {len(rs)} | {sum(r['ok'] for r in rs)} | {100 * statistics.median(ex):.4f} % | "
             f"{100 * max(ex):.4f} % | {within}/{len(rs)} | {100 * statistics.median(below):.3f} % | "
-            f"{100 * max(below):.3f} % | {above} | {statistics.median(r['seconds'] for r in rs):.1f} |")
+            f"{100 * max(below):.3f} % | {above} | {sum(r['status'] == 'converged' for r in rs)}/{len(rs)} | "
+            f"{100 * max(r['gap'] for r in rs):.3f} % | {statistics.median(r['seconds'] for r in rs):.1f} | "
+            f"{statistics.median(r['reference_seconds'] for r in rs):.1f} |")
     print("\n".join(summary))
     atomic_write(pathlib.Path(args.out), "\n".join(lines + summary) + "\n")
     return 1 if bad else 0

@@ -20,6 +20,7 @@ import numpy as np
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import (
+    _dual,
     _transport_pdhg,
     _x64,  # noqa: F401  (float64 before any array is made)
 )
@@ -169,6 +170,8 @@ def run_nonlinear(opt, problem: Problem, seed: int, progress=None):
     true_nl, kinds = _divergence_data(problem, true_data.cost.shape[0])
     if _transport_pdhg.applies(problem, kinds):
         return _transport_pdhg.run_transport(opt, problem, seed, true_data, true_nl, kinds, progress)
+    if opt.method != "al" and _dual.applies(problem, kinds):
+        return _dual.run_dual(opt, problem, seed, progress)
     nl = true_nl._replace(eps=tuple(e * (1.0 - NONLINEAR_TIGHTEN) for e in true_nl.eps))
     state = _al_init_jit(data, jax.random.PRNGKey(seed), nl)
     done, status, bound, best, last = 0, "step limit", smallest_objective(problem), None, None
@@ -222,6 +225,14 @@ def batch_nonlinear(opt, problem: Problem, scales, seed: int) -> tuple[np.ndarra
     nl, kinds = _divergence_data(problem, base.cost.shape[0])
     if _transport_pdhg.applies(problem, kinds):
         return _transport_pdhg.batch_transport(opt, problem, scales, seed, base, nl, kinds)
+    if opt.method != "al" and _dual.applies(problem, kinds):  # one budget after another, warm-started
+        tables, bounds, state = [], [], None
+        for scale in np.asarray(scales, np.float64):
+            r = _dual.run_dual(opt, problem, seed, budget_scale=float(scale), init=state)
+            tables.append(r.table)
+            bounds.append(r.lower_bound)
+            state = r.state
+        return np.stack(tables), np.asarray(bounds)
     scales = jnp.asarray(scales, dtype=base.cost.dtype)
     chunks = max(1, -(-opt.steps // (NONLINEAR_CHUNK * NONLINEAR_INNER)))
     tables, bounds = _batch_jit(base, nl, scales, jax.random.PRNGKey(seed), worst, kinds, chunks)

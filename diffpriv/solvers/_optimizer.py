@@ -7,11 +7,13 @@ The default method is restarted mirror PDHG on the softmax logits (:mod:`diffpri
 which solves the linear constraints (pure and approximate DistP, local and extended DP, profile
 edges) to high accuracy, and whose dual iterates certify a lower bound on the optimum, hence the
 result's own optimality gap. A problem with a constraint in another divergence (KL, χ²,
-Hellinger, Rényi, … : divergence DistP / DP, extended DistP) runs the augmented Lagrangian
-(:mod:`diffpriv.solvers._al`, driven by :mod:`diffpriv.solvers._nonlinear`) instead, whatever
-``method`` says: PDHG's steps are built for linear constraints. Its bound linearises the
-divergences (:mod:`diffpriv.solvers._divergence`). A problem whose only such constraints are
-Wasserstein ones (expected or transport objective, linear comparisons without δ) is an LP once
+Hellinger, Rényi, … : divergence DistP / DP, extended DistP) runs, unless ``method="al"``, the
+smoothed dual maximised by L-BFGS (:mod:`diffpriv.solvers._dual`, result plan ``"dual"``) where
+it applies (:func:`._dual.applies`: item laws in extended or divergence DistP, expected or
+worst-case objective), whose bound is the exact dual at its multipliers; else the augmented
+Lagrangian (:mod:`diffpriv.solvers._al`, driven by :mod:`diffpriv.solvers._nonlinear`), whose
+bound linearises the divergences (:mod:`diffpriv.solvers._divergence`). A problem whose only
+such constraints are Wasserstein ones (expected or transport objective, linear comparisons without δ) is an LP once
 each comparison's coupling is a variable: it runs a restarted mirror PDHG on the table and the
 couplings (:mod:`diffpriv.solvers._transport_pdhg`, result plan ``"transport"``).
 """
@@ -92,7 +94,10 @@ class OptimizeResult:
       plan: ``"standard"``, or ``"lean"`` for a problem whose standard plan does not fit in
         memory (:func:`diffpriv.problems.solver_plan`): float32 iterates, no running averages,
         no polishing, the bound computed in float64 from the final multipliers; ``"transport"``
-        for the lifted PDHG of Wasserstein constraints (:mod:`diffpriv.solvers._transport_pdhg`).
+        for the lifted PDHG of Wasserstein constraints (:mod:`diffpriv.solvers._transport_pdhg`);
+        ``"dual"`` for the smoothed dual of divergence constraints (:mod:`diffpriv.solvers._dual`:
+        ``state`` is then its multipliers, and the table is already repaired by the certifier's
+        mixing, so ``max_violation`` is 0).
     """
 
     table: np.ndarray
