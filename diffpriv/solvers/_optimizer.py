@@ -13,8 +13,8 @@ it applies (:func:`._dual.applies`: item laws in extended or divergence DistP, e
 worst-case objective), whose bound is the exact dual at its multipliers; else the augmented
 Lagrangian (:mod:`diffpriv.solvers._al`, driven by :mod:`diffpriv.solvers._nonlinear`), whose
 bound linearises the divergences (:mod:`diffpriv.solvers._divergence`). A problem whose only
-such constraints are Wasserstein ones (expected or transport objective, linear comparisons without δ) is an LP once
-each comparison's coupling is a variable: it runs a restarted mirror PDHG on the table and the
+such constraints are Wasserstein ones (expected or transport objective, linear comparisons
+without δ) is an LP once each comparison's coupling is a variable: it runs a restarted mirror PDHG on the table and the
 couplings (:mod:`diffpriv.solvers._transport_pdhg`, result plan ``"transport"``).
 """
 
