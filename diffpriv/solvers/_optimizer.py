@@ -14,8 +14,8 @@ worst-case objective), whose bound is the exact dual at its multipliers; else th
 Lagrangian (:mod:`diffpriv.solvers._al`, driven by :mod:`diffpriv.solvers._nonlinear`), whose
 bound linearises the divergences (:mod:`diffpriv.solvers._divergence`). A problem whose only
 such constraints are Wasserstein ones (expected or transport objective, linear comparisons
-without δ) is an LP once each comparison's coupling is a variable: it runs a restarted mirror PDHG on the table and the
-couplings (:mod:`diffpriv.solvers._transport_pdhg`, result plan ``"transport"``).
+without δ) is an LP once each comparison's coupling is a variable: it runs a restarted mirror
+PDHG on the table and the couplings (:mod:`diffpriv.solvers._transport_pdhg`, result plan ``"transport"``).
 """
 
 from __future__ import annotations
