@@ -308,7 +308,8 @@ def dual_data(problem: Problem, tighten_rel: float, budget_scale: float = 1.0
         fam, swap = family(*kind)
         eps = np.asarray(eps) * budget_scale
         if fam[0] == "tv":  # TV(P, Q) = Σ max(0, P − Q) ≤ ε: the hockey-stick at e^0, a linear row
-            true = true._replace(mix_a=jnp.concatenate([true.mix_a, wa]), mix_b=jnp.concatenate([true.mix_b, wb]),
+            true = true._replace(mix_a=jnp.concatenate([true.mix_a, wa]),
+                                 mix_b=jnp.concatenate([true.mix_b, wb]),
                                  mix_eps=jnp.concatenate([true.mix_eps, jnp.zeros(eps.shape)]),
                                  mix_delta=jnp.concatenate([true.mix_delta, jnp.asarray(eps)]))
             continue
