@@ -219,8 +219,11 @@ def test_warm_start_from_a_mechanism():
 
 def test_huge_epsilon_stays_finite_and_every_traced_bound_is_valid():
     # e^800 overflows float64; the constraint is then void and the optimum is 0 (report the truth).
+    # At a zero bound the gap is absolute (one rule, device and host): a table within 1e-21 of
+    # the identity is converged.
     result = dp.optimize(k_rr_problem(3, 800.0))
-    assert result.objective == 0.0 and np.isfinite(result.lower_bound)
+    assert result.status == "converged" and np.isfinite(result.lower_bound)
+    assert 0.0 <= result.objective <= 1e-12 and result.lower_bound <= result.objective
     # The per-period bounds are evaluated at the real budgets, not the tightened ones.
     result = dp.optimize(k_rr_problem(4, 1.0))
     assert np.max(result.history["lower_bound"]) <= k_rr_loss(4, 1.0) * (1 + 1e-12)

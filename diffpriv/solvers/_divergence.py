@@ -53,9 +53,11 @@ from diffpriv.solvers._divergence_levels import (
     log_lift,
     wasserstein_1d,
 )
+from diffpriv.solvers._linear import LinearData, operator, sparse_matrix
+from diffpriv.solvers._polish import violation
 
 __all__ = ["DivergenceData", "Kind", "divergence_data", "frank_wolfe_bound", "linearized", "residuals",
-           "transport_dual_bound", "coupling_dual"]
+           "transport_dual_bound", "coupling_dual", "divergence_violation"]
 
 Kind = tuple[str, float | None]
 """A group's divergence name and Rényi order (static)."""
@@ -287,3 +289,17 @@ def transport_dual_bound(bound_of, dd: DivergenceData, kinds: tuple[Kind, ...], 
     init = tuple(init)
     (uv, _, best), _ = jax.lax.scan(step, (init, opt.init(init), jnp.asarray(-jnp.inf)), None, length=steps)
     return jnp.maximum(best, bound(uv))
+
+
+def divergence_violation(data: LinearData, nl: DivergenceData, kinds: tuple[Kind, ...],
+                         table: np.ndarray) -> float:
+    """The largest violation of ``table`` (``[S, X, Y]`` or ``[R, Y]``) at the real budgets:
+    linear rows of ``data`` (solver units) or divergence comparisons of ``nl`` (normalised
+    residuals)."""
+    rows = table.reshape(-1, table.shape[-1])
+    g, delta = sparse_matrix(operator(data))
+    viol = violation(g, delta, rows)
+    lin = float(viol.max()) if viol.size else 0.0
+    log_rows = np.where(rows > 0, np.log(np.where(rows > 0, rows, 1.0)), -np.inf)
+    res = np.asarray(residuals(nl, kinds, jnp.asarray(log_rows)))
+    return max(lin, float(res.max(initial=0.0)))

@@ -30,7 +30,6 @@ the real budgets.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from typing import NamedTuple
@@ -43,6 +42,7 @@ import optax
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
+from diffpriv.solvers._driver import Status, compile_seconds, make_result, relative_gap
 from diffpriv.solvers._linear import (
     LinearData,
     epigraph_weights,
@@ -341,16 +341,14 @@ def run_dual(opt, problem: Problem, seed: int, progress=None, *, budget_scale: f
     ``state`` of a run of the same problem, e.g. at a neighbouring budget). The seed takes no
     part (the start is deterministic); it is recorded."""
     from diffpriv.certification._repair import repair
-    from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult
-
-    start, compiled = time.perf_counter(), _COMPILE_SECONDS[0]
+    start, compiled = time.perf_counter(), compile_seconds()
     worst = bool(problem.objective.epigraph)
     rel = min(max(opt.gap_tol / 4.0, 1e-7), 1e-2)
     data, families, scale = dual_data(problem, rel, budget_scale)
     params = init_params(data, families, worst) if init is None else init
     floor = smallest_objective(problem)
     state = _init_state(params)
-    tau, done, status = TAU0, 0, "step limit"
+    tau, done, status = TAU0, 0, Status.STEP_LIMIT
     bound, best, last = floor, None, None
     while done < opt.steps:
         params, state, value = _chunk(data, families, worst, done == 0 and init is None, jnp.asarray(tau),
@@ -361,14 +359,14 @@ def run_dual(opt, problem: Problem, seed: int, progress=None, *, budget_scale: f
         bound = max(bound, float(lb) * scale)
         table = the_table(problem, np.asarray(rows, np.float64))
         obj = problem.objective_value(table)
-        gap = (obj - bound) / max(abs(bound), 1e-300)
+        gap = relative_gap(obj, bound)
         if gap <= opt.gap_tol and np.isfinite(gap):
             fixed = repair(problem, table)
             obj = problem.objective_value(fixed.table)
             if best is None or obj < best[0]:
                 best = (obj, fixed.table)
-            if (obj - bound) / max(abs(bound), 1e-300) <= opt.gap_tol:
-                status = "converged"
+            if relative_gap(obj, bound) <= opt.gap_tol:
+                status = Status.CONVERGED
                 break
         if progress is not None:
             progress(min(done, opt.steps), opt.steps, gap)
@@ -376,18 +374,14 @@ def run_dual(opt, problem: Problem, seed: int, progress=None, *, budget_scale: f
         last = value
         if stalled:
             if tau <= TAU_MIN:
-                status = "stalled"
+                status = Status.STALLED
                 break
             tau, last = tau / TAU_FACTOR, None
             state = _init_state(params)
     if best is None:
         fixed = repair(problem, table)
         best = (problem.objective_value(fixed.table), fixed.table)
-    obj, table = best
     if bool(proves_infeasible(data.true_lin._replace(largest=data.true_lin.largest * scale), bound)):
-        status = "infeasible"
-    return OptimizeResult(
-        table=table, objective=obj, lower_bound=bound, gap=(obj - bound) / max(abs(bound), 1e-300),
-        max_violation=0.0, steps=done, seconds=time.perf_counter() - start, seed=seed, status=status,
-        history={}, options=dataclasses.asdict(opt), state=params, plan="dual",
-        compile_seconds=_COMPILE_SECONDS[0] - compiled)
+        status = Status.INFEASIBLE
+    return make_result(problem, best[1], bound, status=status, steps=done, start=start, compiled=compiled,
+                       seed=seed, options=opt, state=params, plan="dual")

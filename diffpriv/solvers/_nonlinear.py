@@ -11,7 +11,6 @@ the 6×6 benchmark problems (``benchmarks/divergence_optimality.py``, ``benchmar
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import jax
@@ -26,25 +25,22 @@ from diffpriv.solvers import (
 )
 from diffpriv.solvers._al import al_init, al_output, al_run
 from diffpriv.solvers._divergence import (
-    DivergenceData,
     divergence_data,
+    divergence_violation,
     frank_wolfe_bound,
-    residuals,
     transport_dual_bound,
 )
+from diffpriv.solvers._driver import Status, check_finite, compile_seconds, make_result, relative_gap
 from diffpriv.solvers._linear import (
-    LinearData,
     epigraph_weights,
     linear_data,
     lower_bound,
     operator,
     proves_infeasible,
     smallest_objective,
-    sparse_matrix,
     the_table,
     tighten,
 )
-from diffpriv.solvers._polish import violation
 
 __all__ = ["run_nonlinear"]
 
@@ -116,23 +112,6 @@ def _nonlinear_bound_jit(data, u, nu, worst, nonlinear, kinds, table, lam):
     return jnp.maximum(fw, transport_dual_bound(bound_of, nonlinear, kinds, start, lam, TRANSPORT_DUAL_STEPS))
 
 
-def _relative_gap(obj: float, bound: float) -> float:
-    return (obj - bound) / max(abs(bound), 1e-300)
-
-
-def _nonlinear_violation(data: LinearData, nl: DivergenceData, kinds, table: np.ndarray) -> float:
-    """The largest violation of ``table`` ``[S, X, Y]``, linear (solver units) or divergence
-    (normalised residual), at the real budgets."""
-    rows = table.reshape(-1, table.shape[-1])
-    g, delta = sparse_matrix(operator(data))
-    viol = violation(g, delta, rows)
-    lin = float(viol.max()) if viol.size else 0.0
-    log_rows = np.where(rows > 0, np.log(np.where(rows > 0, rows, 1.0)), -np.inf)
-    res = np.asarray(residuals(nl, kinds, jnp.asarray(log_rows)))
-    return max(lin, float(res.max(initial=0.0)))
-
-
-
 def _divergence_data(problem: Problem, n_rows: int):
     """:func:`._divergence.divergence_data`, its weights padded to the solvers' ``n_rows`` rows
     (the transport objective's plan rows take no part in the divergences)."""
@@ -161,9 +140,7 @@ def run_nonlinear(opt, problem: Problem, seed: int, progress=None):
     chunk moved the objective by less than ``STALL · gap_tol`` or threw the table off
     (``"stalled"``: the bound is looser than the table), or when ``steps`` ran out.
     """
-    from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult, _check_finite
-
-    start, compiled = time.perf_counter(), _COMPILE_SECONDS[0]
+    start, compiled = time.perf_counter(), compile_seconds()
     worst = problem.objective.epigraph
     true_data = linear_data(problem, nonlinear=True)
     data = tighten(true_data)
@@ -174,7 +151,7 @@ def run_nonlinear(opt, problem: Problem, seed: int, progress=None):
         return _dual.run_dual(opt, problem, seed, progress)
     nl = true_nl._replace(eps=tuple(e * (1.0 - NONLINEAR_TIGHTEN) for e in true_nl.eps))
     state = _al_init_jit(data, jax.random.PRNGKey(seed), nl)
-    done, status, bound, best, last = 0, "step limit", smallest_objective(problem), None, None
+    done, status, bound, best, last = 0, Status.STEP_LIMIT, smallest_objective(problem), None, None
     while done < opt.steps:
         state = _al_chunk_jit(data, _remix(data, state, REMIX), worst, nl, kinds)
         done += NONLINEAR_CHUNK * NONLINEAR_INNER
@@ -182,34 +159,29 @@ def run_nonlinear(opt, problem: Problem, seed: int, progress=None):
         bound = max(bound, float(_nonlinear_bound_jit(true_data, mu, nu, worst, true_nl, kinds,
                                                       table, lam)))
         table = np.asarray(table, np.float64)
-        key = (_nonlinear_violation(true_data, true_nl, kinds, table) > NONLINEAR_VIOL_TOL,
+        key = (divergence_violation(true_data, true_nl, kinds, table) > NONLINEAR_VIOL_TOL,
                problem.objective_value(the_table(problem, table)))
         if best is None or key < best[0]:
             best = (key, table)
         if progress is not None:
-            progress(min(done, opt.steps), opt.steps, _relative_gap(best[0][1], bound))
-        if not best[0][0] and _relative_gap(best[0][1], bound) <= opt.gap_tol:
-            status = "converged"
+            progress(min(done, opt.steps), opt.steps, relative_gap(best[0][1], bound))
+        if not best[0][0] and relative_gap(best[0][1], bound) <= opt.gap_tol:
+            status = Status.CONVERGED
             break
         thrown = last is not None and not last[0] and key[1] > last[1] * (1 + opt.gap_tol)
         still = last is not None and not key[0] and abs(last[1] - key[1]) <= STALL * opt.gap_tol * key[1]
         if thrown or still:
-            status = "stalled"  # no progress, or a round threw the table off: keep the best
+            status = Status.STALLED  # no progress, or a round threw the table off: keep the best
             break
         last = key
     rows = np.array(best[1], dtype=np.float64)
     rows /= rows.sum(axis=-1, keepdims=True)
-    _check_finite(rows)
-    viol = _nonlinear_violation(true_data, true_nl, kinds, rows)
-    table = the_table(problem, rows)
-    obj = problem.objective_value(table)
+    check_finite(rows)
     if bool(proves_infeasible(true_data, bound)):
-        status = "infeasible"
-    return OptimizeResult(
-        table=table, objective=obj, lower_bound=bound, gap=(obj - bound) / max(abs(bound), 1e-300),
-        max_violation=viol, steps=done, seconds=time.perf_counter() - start,
-        seed=seed, status=status, history={}, options=dataclasses.asdict(opt),
-        plan="standard", compile_seconds=_COMPILE_SECONDS[0] - compiled)
+        status = Status.INFEASIBLE
+    return make_result(problem, the_table(problem, rows), bound, status=status, steps=done, start=start,
+                       compiled=compiled, seed=seed, options=opt,
+                       violation=divergence_violation(true_data, true_nl, kinds, rows))
 
 
 

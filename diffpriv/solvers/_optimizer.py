@@ -35,6 +35,7 @@ from diffpriv.solvers import (
     _x64,  # noqa: F401  (float64 before any array is made)
 )
 from diffpriv.solvers._al import solve_al
+from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, compile_seconds, make_result
 from diffpriv.solvers._linear import (
     LinearData,
     linear_data,
@@ -52,86 +53,6 @@ from diffpriv.solvers._polish import polish, violation
 from diffpriv.solvers._progress import progress_bar
 
 __all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch"]
-
-_COMPILE_SECONDS = [0.0]  # JAX's tracing and compilation time in this process, so far
-
-
-def _count_compilation(event: str, seconds: float, **_) -> None:
-    if event.startswith("/jax/core/compile/"):
-        _COMPILE_SECONDS[0] += seconds
-
-
-jax.monitoring.register_event_duration_secs_listener(_count_compilation)
-
-
-@dataclasses.dataclass(frozen=True)
-class OptimizeResult:
-    """What the optimizer found.
-
-    Attributes:
-      table: ``[n_profiles, n_in, n_out]`` float64 row-stochastic table (not yet certified).
-      objective: the problem's objective for ``table``.
-      lower_bound: a certified lower bound on the optimal objective (weak duality).
-      gap: ``(objective − lower_bound) / max(|lower_bound|, tiny)``; meaningful once the table
-        is certified (a repair can only raise the objective by a little).
-      max_violation: the largest constraint violation of ``table`` in the solver's units
-        (ℓ1-normalised rows of G; ≤ 0 means feasible).
-      steps: steps taken.
-      seconds: wall time, compilation included.
-      compile_seconds: the part of ``seconds`` JAX spent tracing and compiling (0 when every
-        program was already compiled).
-      seed: the seed used.
-      status: ``"converged"`` (the relative gap and the violation reached ``gap_tol`` and
-        ``viol_factor · gap_tol``), ``"step limit"``, ``"infeasible"`` (the lower bound exceeds the largest
-        objective any table can have, which proves by weak duality that no table meets the
-        constraints), ``"diverged"``, or ``"stalled"`` (the augmented Lagrangian of divergence
-        problems: a round no longer moves the objective, or the bound lags the table; the best
-        table so far is kept).
-      history: per-period traces, ``{"kkt": [...], "lower_bound": [...], "gap": [...]}``.
-      options: the optimizer's settings.
-      state: the solver's final state (PDHG: logits and multipliers, before polishing), so that
-        ``optimize(..., init=result)`` continues where this run stopped.
-      plan: ``"standard"``, or ``"lean"`` for a problem whose standard plan does not fit in
-        memory (:func:`diffpriv.problems.solver_plan`): float32 iterates, no running averages,
-        no polishing, the bound computed in float64 from the final multipliers; ``"transport"``
-        for the lifted PDHG of Wasserstein constraints (:mod:`diffpriv.solvers._transport_pdhg`);
-        ``"dual"`` for the smoothed dual of divergence constraints (:mod:`diffpriv.solvers._dual`:
-        ``state`` is then its multipliers, and the table is already repaired by the certifier's
-        mixing, so ``max_violation`` is 0).
-    """
-
-    table: np.ndarray
-    objective: float
-    lower_bound: float
-    gap: float
-    max_violation: float
-    steps: int
-    seconds: float
-    seed: int
-    status: str
-    history: dict[str, np.ndarray]
-    options: dict
-    state: object = None
-    plan: str = "standard"
-    compile_seconds: float = 0.0
-
-    @property
-    def converged(self) -> bool:
-        """Whether the stopping rule was met before the step limit."""
-        return self.status == "converged"
-
-    @property
-    def infeasible(self) -> bool:
-        """Whether the lower bound proves that no table meets the constraints."""
-        return self.status == "infeasible"
-
-    @property
-    def mechanism(self):
-        """The table as a :class:`~diffpriv.Mechanism` (logits ``log A``, zeros masked out)."""
-        from diffpriv.mechanisms._mechanism import Mechanism
-
-        return Mechanism.from_table(self.table)
-
 
 @dataclasses.dataclass(frozen=True)
 class Optimizer(Options):
@@ -169,7 +90,7 @@ class Optimizer(Options):
         if lean and self.method != "pdhg":
             raise SizeError(f"optimizer.method: {self.method!r} needs more memory than this "
                             "problem leaves; use 'pdhg'")
-        start, compiled = time.perf_counter(), _COMPILE_SECONDS[0]
+        start, compiled = time.perf_counter(), compile_seconds()
         worst = problem.objective.epigraph
         true_data = linear_data(problem, jnp.float32 if lean else jnp.float64, compact=lean)
         # float32 iterates need a wider margin than float64 ones; the certifier repairs the rest.
@@ -211,7 +132,7 @@ class Optimizer(Options):
                 # of the real budgets (in the solver's units) no larger than the device's
                 # tolerance; else go on with a 10x stricter violation tolerance.
                 polished = self._result(problem, data, true_data, state, lean,
-                                        done * self.period, start, seed, "converged")
+                                        done * self.period, start, seed, Status.CONVERGED)
                 if not (polished.max_violation <= viol_tol and polished.gap <= self.gap_tol):
                     status, viol_tol, polished = _pdhg.RUNNING, viol_tol / 10, None
         status = _pdhg.STEP_LIMIT if status == _pdhg.RUNNING else status
@@ -226,14 +147,14 @@ class Optimizer(Options):
         return dataclasses.replace(polished, history=history, state=state,
                                    seconds=time.perf_counter() - start,
                                    plan="lean" if lean else "standard",
-                                   compile_seconds=_COMPILE_SECONDS[0] - compiled)
+                                   compile_seconds=compile_seconds() - compiled)
 
     def _run_al(self, problem, data, true_data, seed, start) -> OptimizeResult:
         outer = max(1, self.steps // self.period)
         worst = problem.objective.epigraph
         table, mu, nu, _ = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst, None, ())
         lb = float(lower_bound(true_data, mu, nu, worst=worst))
-        status = "infeasible" if bool(proves_infeasible(true_data, lb)) else "step limit"
+        status = Status.INFEASIBLE if bool(proves_infeasible(true_data, lb)) else Status.STEP_LIMIT
         return self._pack(problem, data, true_data, table, mu, lb, outer * self.period, start,
                           seed, status, polishing=self.polish)
 
@@ -254,27 +175,15 @@ class Optimizer(Options):
         """Polishes ``table`` (``[R, Y]``) against the tightened budgets and packs the result."""
         rows = np.array(table, dtype=np.float64).reshape(-1, problem.shape[-1])  # a writable copy
         rows /= rows.sum(axis=-1, keepdims=True)
-        _check_finite(rows)
+        check_finite(rows)
         g, delta = sparse_matrix(operator(data))
         if polishing and g.shape[0]:
             rows = polish(problem, rows, g, delta, np.asarray(u))
         g, delta = sparse_matrix(operator(true_data))
         viol = violation(g, delta, rows)
-        table = the_table(problem, rows)
-        obj = problem.objective_value(table)
-        return OptimizeResult(
-            table=table,
-            objective=obj,
-            lower_bound=lb,
-            gap=(obj - lb) / max(abs(lb), 1e-300),
-            max_violation=float(viol.max()) if viol.size else 0.0,
-            steps=steps,
-            seconds=time.perf_counter() - start,
-            seed=seed,
-            status=status,
-            history={},
-            options=dataclasses.asdict(self),
-        )
+        return make_result(problem, the_table(problem, rows), lb, status=status, steps=steps,
+                           start=start, compiled=compile_seconds(), seed=seed, options=self,
+                           violation=float(viol.max()) if viol.size else 0.0)
 
 
 def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
@@ -362,7 +271,7 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
                              opt.gap_tol, opt.viol_factor * opt.gap_tol)
     tables = np.array(tables, dtype=np.float64)
     tables = tables / tables.sum(-1, keepdims=True)
-    _check_finite(tables)
+    check_finite(tables)
     if opt.polish:
         for b in range(len(scales)):
             one = batch._replace(pair_eps=batch.pair_eps[b], mix_eps=batch.mix_eps[b],
@@ -388,9 +297,3 @@ def _batch(batch, true_batch, key, n_periods, period, worst, omega, omega_range,
 
     axes = batch.batch_axes
     return jax.vmap(one, in_axes=(axes, axes))(batch, true_batch)
-
-
-def _check_finite(table: np.ndarray) -> None:
-    if not np.all(np.isfinite(table)):
-        raise FloatingPointError("optimizer: the table became non-finite (diverged); "
-                                 "try a smaller optimizer.omega")

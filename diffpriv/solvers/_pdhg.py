@@ -50,6 +50,7 @@ import jax
 import jax.numpy as jnp
 
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
+from diffpriv.solvers._driver import Status
 from diffpriv.solvers._linear import (
     LinearData,
     Operator,
@@ -65,8 +66,8 @@ __all__ = ["PDHGState", "PDHGOutput", "Steps", "step_sizes", "init_state", "log_
            "CONVERGED", "STEP_LIMIT", "INFEASIBLE", "DIVERGED", "STATUS"]
 
 CONVERGED, STEP_LIMIT, INFEASIBLE, DIVERGED, RUNNING = 0, 1, 2, 3, 4
-STATUS = {CONVERGED: "converged", STEP_LIMIT: "step limit", INFEASIBLE: "infeasible",
-          DIVERGED: "diverged"}
+STATUS = {CONVERGED: Status.CONVERGED, STEP_LIMIT: Status.STEP_LIMIT, INFEASIBLE: Status.INFEASIBLE,
+          DIVERGED: Status.DIVERGED}
 """Status codes of a run (``RUNNING`` only inside the loop)."""
 
 
@@ -418,7 +419,8 @@ def advance_duals(totals, sums, old_sums):
 
 
 def gap_to(obj, lb):
-    """``(obj − lb) / |lb|`` (``obj − lb`` when ``lb = 0``)."""
+    """``(obj − lb) / |lb|`` (``obj − lb`` when ``lb = 0``): the JAX twin of
+    :func:`._driver.relative_gap`."""
     return (obj - lb) / jnp.where(lb != 0, jnp.abs(lb), 1.0)
 
 

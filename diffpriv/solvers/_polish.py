@@ -10,7 +10,8 @@ every row sum exactly 1, with entries that are numerically zero set to exactly z
 "solution polishing" step of OSQP (Stellato et al. 2020) applied to the table. The result is kept
 only if it lowers the largest violation (the correction is least-norm, so the loss moves by the
 order of the violations; the optimality benchmark measures the end result); the certifier checks
-it like any other table.
+it like any other table. :func:`polish_couplings` does the same for the table and the couplings
+of Wasserstein comparisons.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import scipy.sparse.linalg
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._majorant import majorant
 
-__all__ = ["polish", "violation"]
+__all__ = ["polish", "polish_couplings", "violation"]
 
 
 def violation(g, delta: np.ndarray, a: np.ndarray, *, entries: int = 2**24) -> np.ndarray:
@@ -163,3 +164,63 @@ not: pure DistP on a 64 × 64 grid (up to 12,300 active rows, 16.7 million free 
 50 million non-zeros) ran LSQR for over 30 minutes in one polish (``20·cols`` is 3·10^8
 iterations), where the cap allows about 200 (a capped 3,000-step run then took 12.7 minutes in
 all, benchmarks/RESULTS.md)."""
+
+
+POLISH_SUPPORT = 1e-9
+"""Entries of the table and couplings below this are set to exactly 0 by :func:`polish_couplings`."""
+
+POLISH_ROUNDS = 20
+"""Rounds of :func:`polish_couplings`: each drops the entries its correction would make negative."""
+
+
+def polish_couplings(td, mask: np.ndarray, table: np.ndarray, coupling: np.ndarray):
+    """The polish of the lifted transport PDHG (:mod:`._transport_pdhg`): ``td`` holds its comparisons
+    ``(wa [K, R], wb [K, R], cost [K, Y, Y], budget [K])``, ``coupling`` their couplings ``[K, Y,
+    Y]``. The least-norm correction of ``(A, γ)`` (entries above :data:`POLISH_SUPPORT`; the rest
+    set to 0) after which every row of ``A`` sums to 1, every coupling has exactly the marginals of
+    its laws, and every coupling's cost is at most its (tightened) budget: the binding ones (cost
+    above ``ê(1 − 10^-3)``) are set to their cost clipped to the budget. Then ``W_μ^μ(P_k, Q_k) ≤
+    ⟨Ĉ_k, γ_k⟩`` holds up to rounding, with no repair needed. Entries the correction would make
+    negative leave the support and the correction is recomputed (:data:`POLISH_ROUNDS` rounds);
+    returns the corrected table, or ``None`` if no round kept every entry non-negative. As
+    :func:`polish` does for linear constraints (OSQP's solution polishing), with the couplings as
+    extra variables; LSQR from 0 gives the least-norm solution of the (consistent, redundant)
+    equations."""
+    wa, wb, cost, budget = (np.asarray(v, np.float64) for v in td)
+    (r, y), k = table.shape, cost.shape[0]
+    x = np.concatenate([np.where(mask, table, 0.0).ravel(), coupling.ravel()])
+    x = np.where(x > POLISH_SUPPORT, x, 0.0)
+    na = r * y
+    rows, cols, vals, rhs = [], [], [], []
+
+    def equation(idx, coef, target):
+        rows.append(np.full(len(idx), len(rhs)))
+        cols.append(np.asarray(idx))
+        vals.append(np.asarray(coef, np.float64))
+        rhs.append(target)
+
+    for i in range(r):
+        equation(np.arange(i * y, (i + 1) * y), np.ones(y), 1.0)
+    grid = np.arange(y * y).reshape(y, y)
+    for j in range(k):
+        base = na + j * y * y
+        for side, weights in ((0, wa[j]), (1, wb[j])):
+            for o in range(y):
+                cells = base + (grid[o] if side == 0 else grid[:, o])
+                equation(np.r_[cells, np.arange(r) * y + o], np.r_[np.ones(y), -weights], 0.0)
+        value = float(cost[j].ravel() @ x[base:base + y * y])
+        if value > budget[j] * (1.0 - 1e-3):
+            equation(base + np.arange(y * y), cost[j].ravel(), min(value, budget[j]))
+    m = scipy.sparse.csc_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                               shape=(len(rhs), x.size))
+    target = np.asarray(rhs)
+    for _ in range(POLISH_ROUNDS):
+        free = np.flatnonzero(x)
+        step = scipy.sparse.linalg.lsqr(m[:, free], target - m @ x, atol=1e-15, btol=1e-15,
+                                        iter_lim=20 * x.size)[0]
+        new = x.copy()
+        new[free] += step
+        if np.all(new >= 0.0):
+            return new[:na].reshape(r, y)
+        x = np.where(new > 0.0, x, 0.0)  # entries the correction drives below 0 leave the support
+    return None

@@ -51,7 +51,6 @@ seed 5 at 100,000 steps: 5.1 % below the optimum without it, 0.33 % with it).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 from typing import NamedTuple
@@ -59,12 +58,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse
-import scipy.sparse.linalg
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
-from diffpriv.solvers._divergence import DivergenceData, coupling_dual
+from diffpriv.solvers._divergence import DivergenceData, coupling_dual, divergence_violation
+from diffpriv.solvers._driver import Status, check_finite, compile_seconds, make_result
 from diffpriv.solvers._linear import (
     LinearData,
     epigraph_weights,
@@ -90,9 +88,9 @@ from diffpriv.solvers._pdhg import (
     restart_rule,
     weight_update,
 )
+from diffpriv.solvers._polish import polish_couplings
 
-__all__ = ["TransportData", "transport_data", "applies", "run_transport", "batch_transport",
-           "polish_couplings"]
+__all__ = ["TransportData", "transport_data", "applies", "run_transport", "batch_transport"]
 
 TIGHTEN = 1e-6
 """The Wasserstein budgets ``ε^μ`` are solved for at ``(1 − 10^-6)`` of their value (:func:`_budgets`)."""
@@ -338,63 +336,6 @@ def _primal_weight(steps: Steps, anchor, point, omega, worst: bool):
                          steps.omega * steps.omega_range)
 
 
-POLISH_SUPPORT = 1e-9
-"""Entries of the table and couplings below this are set to exactly 0 by :func:`polish_couplings`."""
-
-POLISH_ROUNDS = 20
-"""Rounds of :func:`polish_couplings`: each drops the entries its correction would make negative."""
-
-
-def polish_couplings(td: TransportData, mask: np.ndarray, table: np.ndarray, coupling: np.ndarray):
-    """The least-norm correction of ``(A, γ)`` (entries above :data:`POLISH_SUPPORT`; the rest set
-    to 0) after which every row of ``A`` sums to 1, every coupling has exactly the marginals of its
-    laws, and every coupling's cost is at most its (tightened) budget: the binding ones (cost above
-    ``ê(1 − 10^-3)``) are set to their cost clipped to the budget. Then ``W_μ^μ(P_k, Q_k) ≤ ⟨Ĉ_k, γ_k⟩``
-    holds up to rounding, with no repair needed. Entries the correction would make negative
-    leave the support and the correction is recomputed (:data:`POLISH_ROUNDS` rounds); returns the
-    corrected table, or ``None`` if no round kept every entry non-negative. As :mod:`._polish` does for linear
-    constraints (OSQP's solution polishing), with the couplings as extra variables; LSQR from 0
-    gives the least-norm solution of the (consistent, redundant) equations."""
-    wa, wb, cost, budget = (np.asarray(v, np.float64) for v in td)
-    (r, y), k = table.shape, cost.shape[0]
-    x = np.concatenate([np.where(mask, table, 0.0).ravel(), coupling.ravel()])
-    x = np.where(x > POLISH_SUPPORT, x, 0.0)
-    na = r * y
-    rows, cols, vals, rhs = [], [], [], []
-
-    def equation(idx, coef, target):
-        rows.append(np.full(len(idx), len(rhs)))
-        cols.append(np.asarray(idx))
-        vals.append(np.asarray(coef, np.float64))
-        rhs.append(target)
-
-    for i in range(r):
-        equation(np.arange(i * y, (i + 1) * y), np.ones(y), 1.0)
-    grid = np.arange(y * y).reshape(y, y)
-    for j in range(k):
-        base = na + j * y * y
-        for side, weights in ((0, wa[j]), (1, wb[j])):
-            for o in range(y):
-                cells = base + (grid[o] if side == 0 else grid[:, o])
-                equation(np.r_[cells, np.arange(r) * y + o], np.r_[np.ones(y), -weights], 0.0)
-        value = float(cost[j].ravel() @ x[base:base + y * y])
-        if value > budget[j] * (1.0 - 1e-3):
-            equation(base + np.arange(y * y), cost[j].ravel(), min(value, budget[j]))
-    m = scipy.sparse.csc_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                               shape=(len(rhs), x.size))
-    target = np.asarray(rhs)
-    for _ in range(POLISH_ROUNDS):
-        free = np.flatnonzero(x)
-        step = scipy.sparse.linalg.lsqr(m[:, free], target - m @ x, atol=1e-15, btol=1e-15,
-                                        iter_lim=20 * x.size)[0]
-        new = x.copy()
-        new[free] += step
-        if np.all(new >= 0.0):
-            return new[:na].reshape(r, y)
-        x = np.where(new > 0.0, x, 0.0)  # entries the correction drives below 0 leave the support
-    return None
-
-
 @jax.jit(static_argnums=(6, 7))
 def _run(data, true_data, td, true_td, steps, state, period, worst, limit, gap_tol, viol_tol):
     """Periods until converged, infeasible, not finite, or ``limit`` periods: a ``while_loop``."""
@@ -417,19 +358,16 @@ def _run(data, true_data, td, true_td, steps, state, period, worst, limit, gap_t
 def _finish(opt, td, data, true_data, nl, kinds, table, coupling):
     """``(rows [R, Y], violation)``: the candidate renormalised, or its polish (:func:`polish_couplings`)
     when that lowers the exact violation (the nonlinear residuals, at the real budgets)."""
-    from diffpriv.solvers._nonlinear import _nonlinear_violation
-    from diffpriv.solvers._optimizer import _check_finite
-
     rows = np.array(table, dtype=np.float64)
     rows /= rows.sum(axis=-1, keepdims=True)
-    _check_finite(rows)
-    viol = _nonlinear_violation(true_data, nl, kinds, rows)
+    check_finite(rows)
+    viol = divergence_violation(true_data, nl, kinds, rows)
     if opt.polish and viol > 0:
         polished = polish_couplings(td, np.asarray(data.mask), np.asarray(table, np.float64),
-                          np.asarray(coupling, np.float64))
+                                    np.asarray(coupling, np.float64))
         if polished is not None:
             polished /= polished.sum(axis=-1, keepdims=True)
-            after = _nonlinear_violation(true_data, nl, kinds, polished)
+            after = divergence_violation(true_data, nl, kinds, polished)
             if after < viol:
                 rows, viol = polished, after
     return rows, viol
@@ -445,9 +383,7 @@ def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: D
     or after ``steps`` (in compiled chunks of ``opt.chunk`` periods; ``progress(done, total, gap)``
     after each). The table returned is the restart candidate's, renormalised, or its polish.
     """
-    from diffpriv.solvers._optimizer import _COMPILE_SECONDS, OptimizeResult
-
-    start, compiled = time.perf_counter(), _COMPILE_SECONDS[0]
+    start, compiled = time.perf_counter(), compile_seconds()
     true_td, td = _budgets(transport_data(nl, kinds))
     data = tighten(true_data)
     worst = bool(problem.objective.epigraph)
@@ -465,14 +401,9 @@ def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: D
         if progress is not None:
             progress(done * opt.period, periods * opt.period, float(gap_to(state.obj, state.best_lb)))
     rows, viol = _finish(opt, td, data, true_data, nl, kinds, state.table, state.coupling)
-    table = the_table(problem, rows)
-    obj = problem.objective_value(table)
-    bound = float(state.best_lb)
-    return OptimizeResult(
-        table=table, objective=obj, lower_bound=bound, gap=(obj - bound) / max(abs(bound), 1e-300),
-        max_violation=viol, steps=done * opt.period, seconds=time.perf_counter() - start, seed=seed,
-        status=STATUS.get(code, "step limit"), history={}, options=dataclasses.asdict(opt),
-        plan="transport", compile_seconds=_COMPILE_SECONDS[0] - compiled)
+    return make_result(problem, the_table(problem, rows), float(state.best_lb),
+                       status=STATUS.get(code, Status.STEP_LIMIT), steps=done * opt.period, start=start,
+                       compiled=compiled, seed=seed, options=opt, violation=viol, plan="transport")
 
 
 def batch_transport(opt, problem: Problem, scales, seed: int, base: LinearData, nl: DivergenceData,

@@ -1,0 +1,158 @@
+"""What every solver of the optimizer shares: the result type, its statuses, the one relative-gap
+rule, the finiteness check and the compilation clock.
+
+The solvers (restarted mirror PDHG in :mod:`._optimizer`, the lifted transport PDHG of
+:mod:`._transport_pdhg`, the smoothed dual of :mod:`._dual`, the augmented Lagrangian of
+:mod:`._nonlinear`) all build their :class:`OptimizeResult` with :func:`make_result`, so the
+gap is computed one way and the status is one of :class:`Status`. This module imports no other
+solver module: the solvers import it, never each other in a circle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import time
+
+import jax
+import numpy as np
+
+__all__ = ["OptimizeResult", "Status", "check_finite", "compile_seconds", "make_result", "relative_gap"]
+
+
+class Status(enum.StrEnum):
+    """How a run ended (the values are what :attr:`OptimizeResult.status` holds)."""
+
+    CONVERGED = "converged"
+    """The relative gap of the (certifiable) table to the certified bound reached ``gap_tol``
+    (PDHG: and the violation ``viol_factor · gap_tol``)."""
+    STEP_LIMIT = "step limit"
+    """``steps`` ran out first."""
+    INFEASIBLE = "infeasible"
+    """The lower bound exceeds the largest objective any table can have: by weak duality no
+    table meets the constraints."""
+    DIVERGED = "diverged"
+    """An iterate became non-finite."""
+    STALLED = "stalled"
+    """No further progress (the augmented Lagrangian: a round no longer moves the objective, or
+    threw the table off; the smoothed dual: its temperature reached its floor). The best table
+    so far is kept."""
+
+
+def relative_gap(objective: float, bound: float) -> float:
+    """``(objective − bound) / |bound|``, or ``objective − bound`` when the bound is 0: the rule
+    every solver stops by, on the device and on the host (:func:`._pdhg.gap_to` is its JAX
+    twin)."""
+    return (objective - bound) / abs(bound) if bound != 0 else objective - bound
+
+
+def check_finite(table: np.ndarray) -> None:
+    """Raises ``FloatingPointError`` (one line) when ``table`` has a non-finite entry."""
+    if not np.all(np.isfinite(table)):
+        raise FloatingPointError("optimizer: the table became non-finite (diverged); "
+                                 "try a smaller optimizer.omega")
+
+
+class _CompileClock:
+    """JAX's tracing and compilation seconds in this process so far (one listener, registered
+    once, on first use)."""
+
+    def __init__(self):
+        self._seconds = 0.0
+        self._listening = False
+
+    def _count(self, event: str, seconds: float, **_) -> None:
+        if event.startswith("/jax/core/compile/"):
+            self._seconds += seconds
+
+    def __call__(self) -> float:
+        if not self._listening:
+            jax.monitoring.register_event_duration_secs_listener(self._count)
+            self._listening = True
+        return self._seconds
+
+
+compile_seconds = _CompileClock()
+"""``compile_seconds()``: JAX's compilation time in this process so far; a run reports the
+difference between its end and its start."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizeResult:
+    """What the optimizer found.
+
+    Attributes:
+      table: ``[n_profiles, n_in, n_out]`` float64 row-stochastic table (not yet certified).
+      objective: the problem's objective for ``table``.
+      lower_bound: a certified lower bound on the optimal objective (weak duality).
+      gap: :func:`relative_gap` of ``objective`` to ``lower_bound``; meaningful once the table
+        is certified (a repair can only raise the objective by a little).
+      max_violation: the largest constraint violation of ``table`` in the solver's units
+        (ℓ1-normalised rows of G; ≤ 0 means feasible).
+      steps: steps taken.
+      seconds: wall time, compilation included.
+      compile_seconds: the part of ``seconds`` JAX spent tracing and compiling (0 when every
+        program was already compiled).
+      seed: the seed used.
+      status: a :class:`Status` value: ``"converged"``, ``"step limit"``, ``"infeasible"``,
+        ``"diverged"`` or ``"stalled"``.
+      history: per-period traces, ``{"kkt": [...], "lower_bound": [...], "gap": [...]}``.
+      options: the optimizer's settings.
+      state: the solver's final state (PDHG: logits and multipliers, before polishing, so that
+        ``optimize(..., init=result)`` continues where this run stopped; the smoothed dual: its
+        multipliers).
+      plan: ``"standard"``, or ``"lean"`` for a problem whose standard plan does not fit in
+        memory (:func:`diffpriv.problems.solver_plan`): float32 iterates, no running averages,
+        no polishing, the bound computed in float64 from the final multipliers; ``"transport"``
+        for the lifted PDHG of Wasserstein constraints (:mod:`diffpriv.solvers._transport_pdhg`);
+        ``"dual"`` for the smoothed dual of divergence constraints (:mod:`diffpriv.solvers._dual`:
+        the table is already repaired by the certifier's mixing, so ``max_violation`` is 0).
+    """
+
+    table: np.ndarray
+    objective: float
+    lower_bound: float
+    gap: float
+    max_violation: float
+    steps: int
+    seconds: float
+    seed: int
+    status: str
+    history: dict[str, np.ndarray]
+    options: dict
+    state: object = None
+    plan: str = "standard"
+    compile_seconds: float = 0.0
+
+    @property
+    def converged(self) -> bool:
+        """Whether the stopping rule was met before the step limit."""
+        return self.status == Status.CONVERGED
+
+    @property
+    def infeasible(self) -> bool:
+        """Whether the lower bound proves that no table meets the constraints."""
+        return self.status == Status.INFEASIBLE
+
+    @property
+    def mechanism(self):
+        """The table as a :class:`~diffpriv.Mechanism` (logits ``log A``, zeros masked out)."""
+        from diffpriv.mechanisms._mechanism import Mechanism
+
+        return Mechanism.from_table(self.table)
+
+
+def make_result(problem, table: np.ndarray, bound: float, *, status: str, steps: int, start: float,
+                compiled: float, seed: int, options, violation: float = 0.0, state=None,
+                plan: str = "standard", history: dict | None = None) -> OptimizeResult:
+    """The :class:`OptimizeResult` of a run that began at ``time.perf_counter() == start`` with
+    ``compile_seconds() == compiled``: ``table`` ``[S, X, Y]`` (checked finite), its objective,
+    and its :func:`relative_gap` to ``bound``; ``options`` a dataclass of the settings."""
+    check_finite(table)
+    objective = problem.objective_value(table)
+    return OptimizeResult(
+        table=table, objective=objective, lower_bound=bound, gap=relative_gap(objective, bound),
+        max_violation=violation, steps=steps, seconds=time.perf_counter() - start, seed=seed,
+        status=Status(status).value, history={} if history is None else history,
+        options=dataclasses.asdict(options), state=state, plan=plan,
+        compile_seconds=compile_seconds() - compiled)

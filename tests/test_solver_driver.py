@@ -1,0 +1,67 @@
+"""The solvers' shared driver (:mod:`diffpriv.solvers._driver`): one result type, one status
+vocabulary, one relative-gap rule, and solver modules that import each other without a circle."""
+
+import ast
+import pathlib
+
+import numpy as np
+import pytest
+
+import diffpriv as dp
+from diffpriv.solvers import _driver, _pdhg
+
+SOLVERS = pathlib.Path(dp.__file__).parent / "solvers"
+
+
+def solver_imports() -> dict[str, set[str]]:
+    """Module → the solver modules it imports (at the top or inside a function)."""
+    graph = {}
+    for path in SOLVERS.glob("_*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.startswith("diffpriv.solvers."):
+                    deps.add(node.module.rsplit(".", 1)[1])
+                elif node.module == "diffpriv.solvers":
+                    deps |= {a.name for a in node.names if a.name.startswith("_")}
+        graph[path.stem] = deps - {path.stem}
+    return graph
+
+
+def test_solver_modules_import_each_other_without_a_circle():
+    graph = solver_imports()
+    done, active = set(), []
+
+    def visit(m):
+        if m in active:
+            raise AssertionError(f"import circle: {' -> '.join(active[active.index(m):] + [m])}")
+        if m in done:
+            return
+        active.append(m)
+        for d in graph.get(m, ()):
+            visit(d)
+        active.pop()
+        done.add(m)
+
+    for m in graph:
+        visit(m)
+    assert graph["_driver"] <= {"_x64"}  # the driver imports no solver
+
+
+def test_one_relative_gap_rule_on_host_and_device():
+    for obj, lb in [(1.5, 1.0), (1.0, -2.0), (0.3, 0.0), (0.0, 0.0), (2.0, 2.0)]:
+        assert _driver.relative_gap(obj, lb) == pytest.approx(float(_pdhg.gap_to(obj, lb)), abs=1e-15)
+    assert _driver.relative_gap(0.3, 0.0) == pytest.approx(0.3)  # absolute at a zero bound
+
+
+def test_results_carry_a_known_status_and_their_gap_by_the_rule():
+    problem = dp.problems.random_problem(0, n_in=4, n_out=4)
+    result = dp.optimize(problem, steps=2000)
+    assert result.status in {s.value for s in _driver.Status}
+    assert type(result.status) is str
+    assert result.gap == _driver.relative_gap(result.objective, result.lower_bound)
+    with pytest.raises(ValueError):
+        _driver.make_result(problem, result.table, 0.0, status="done", steps=1, start=0.0, compiled=0.0,
+                            seed=0, options=dp.Optimizer())
+    with pytest.raises(FloatingPointError):
+        _driver.check_finite(np.array([np.nan]))
