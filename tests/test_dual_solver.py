@@ -124,3 +124,22 @@ def test_what_the_dual_does_not_converge_on_keeps_the_augmented_lagrangian(const
 
     problem = small(0, constraint, objective=objective)
     assert not _dual.applies(problem, divergence_data(problem)[1])
+
+
+def test_raising_the_multipliers_makes_the_table_hold():
+    """:func:`~diffpriv.solvers._dual._repair_by_inflation`: from multipliers of a short run (the
+    table violates its budget), the least raise found gives a table every constraint holds in,
+    within 0.1 % of the smoothed table's loss, and below what the certifier's mixing costs."""
+    from diffpriv.certification._repair import repair, repair_holds
+
+    problem = small(0, dp.DivergenceDistP(pairs=((0, 1), (1, 2)), divergence="kl", epsilon=0.05))
+    params = dp.optimize(problem, steps=300, gap_tol=1e-9).state
+    data, families, _ = _dual.dual_data(problem, 1e-6)
+    tau = jnp.asarray(1e-3)
+    raw = np.asarray(_dual.table_of(data, families, params, False, tau)).reshape(problem.shape)
+    assert not np.all(repair_holds(problem, raw))
+    fixed = _dual._repair_by_inflation(problem, data, families, False, tau, params)
+    assert fixed is not None and np.all(repair_holds(problem, fixed))
+    assert dp.certify(problem, fixed).repair_t == 0.0
+    assert problem.objective_value(fixed) <= problem.objective_value(raw) * 1.001
+    assert problem.objective_value(fixed) < problem.objective_value(repair(problem, raw).table)
