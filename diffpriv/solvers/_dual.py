@@ -32,6 +32,7 @@ the real budgets.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import NamedTuple
@@ -337,18 +338,15 @@ def applies(problem: Problem, kinds) -> bool:
     return True
 
 
-def dual_data(problem: Problem, tighten_rel: float, budget_scale: float = 1.0
-              ) -> tuple[DualData, tuple[Family, ...], float]:
-    """The :class:`DualData` of ``problem`` (every budget ε times ``budget_scale``, as
-    ``solve_batch`` asks), its families, and the objective's scale."""
+def dual_data(problem: Problem, tighten_rel: float) -> tuple[DualData, tuple[Family, ...], float]:
+    """The :class:`DualData` of ``problem``, its families, and the objective's scale."""
     from diffpriv.solvers._convex import _support
     from diffpriv.solvers._divergence import divergence_data
 
     worst = problem.objective.epigraph
     true = linear_data(problem, nonlinear=True)
     mask = _support(problem, problem.blocks()).reshape(true.mask.shape)  # forced zeros removed
-    true = true._replace(mask=jnp.asarray(mask), pair_eps=true.pair_eps * budget_scale,
-                         mix_eps=true.mix_eps * budget_scale)
+    true = true._replace(mask=jnp.asarray(mask))
     loss = np.where(mask, np.asarray(true.row_loss if worst else true.cost), 0.0)
     if worst:
         scale = float(loss.max())
@@ -360,7 +358,7 @@ def dual_data(problem: Problem, tighten_rel: float, budget_scale: float = 1.0
     groups, families = [], []
     for kind, wa, wb, eps, both in zip(kinds, nl.wa, nl.wb, nl.eps, nl.both, strict=True):
         fam, swap = family(*kind)
-        eps = np.asarray(eps) * budget_scale
+        eps = np.asarray(eps)
         if fam[0] == "tv":  # TV(P, Q) = Σ max(0, P − Q) ≤ ε: the hockey-stick at e^0, a linear row
             true = true._replace(mix_a=jnp.concatenate([true.mix_a, wa]),
                                  mix_b=jnp.concatenate([true.mix_b, wb]),
@@ -391,14 +389,18 @@ def run_dual(opt, problem: Problem, seed: int, progress=None, *, budget_scale: f
     the settings of ``opt``; returns its ``OptimizeResult`` (module docstring), whose ``state``
     is the final multipliers. ``progress(done, total, gap)`` is called after each chunk.
 
-    ``budget_scale``: every budget ε times this; ``init``: multipliers to start from (the
-    ``state`` of a run of the same problem, e.g. at a neighbouring budget). The seed takes no
-    part (the start is deterministic); it is recorded."""
+    ``budget_scale``: every constraint's ε times this (``solve_batch``); ``init``: multipliers to
+    start from (the ``state`` of a run of the same problem, e.g. at a neighbouring budget). The seed
+    takes no part (the start is deterministic); it is recorded."""
     from diffpriv.certification._repair import repair
+
     start, compiled = time.perf_counter(), compile_seconds()
+    if budget_scale != 1.0:  # a problem of its own: the repairs check the budgets it solves for
+        problem = dataclasses.replace(problem, constraints=tuple(
+            dataclasses.replace(c, epsilon=c.epsilon * budget_scale) for c in problem.constraints))
     worst = bool(problem.objective.epigraph)
     rel = min(max(opt.gap_tol / 4.0, 1e-7), 1e-2)
-    data, families, scale = dual_data(problem, rel, budget_scale)
+    data, families, scale = dual_data(problem, rel)
     params = init_params(data, families, worst) if init is None else init
     floor = smallest_objective(problem)
     state = _init_state(params)

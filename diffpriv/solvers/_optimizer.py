@@ -246,8 +246,9 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
 
     Runs PDHG for at most ``ceil(steps / period)`` periods; each budget stops on its own by the
     optimizer's device-side stopping rule (``gap_tol``, ``viol_factor``). A problem with divergence
-    constraints runs the augmented Lagrangian's chunks instead, all budgets in lockstep
-    (:func:`._nonlinear.batch_nonlinear`; divergence budgets are scaled too). Returns
+    constraints (divergence budgets are scaled too) runs the smoothed dual at each budget in
+    turn, warm-started from the last, where it applies, else the augmented Lagrangian's chunks,
+    all budgets in lockstep (:func:`._nonlinear.batch_nonlinear`). Returns
     ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
     """
     opt = Optimizer(steps=steps, **options)
