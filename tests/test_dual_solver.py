@@ -24,26 +24,20 @@ def f_of(fam, t):
     name, alpha = fam
     if name == "kl":
         return t * np.log(np.where(t > 0, t, 1.0))
-    if name == "tv":
-        return 0.5 * np.abs(t - 1.0)
     return t**alpha if alpha > 1 else -(t**alpha)
 
 
-@pytest.mark.parametrize("fam", [("kl", 1.0), ("tv", 1.0), ("power", 2.0), ("power", 3.5), ("power", 0.5),
-                                 ("power", 0.2)])
+@pytest.mark.parametrize("fam", [("kl", 1.0), ("power", 2.0), ("power", 3.5), ("power", 0.5), ("power", 0.2)])
 def test_the_conjugates_are_the_supremum_over_ratios(fam):
     """``q = −λ f*(p/λ)``: ``f*(s) = sup_{t ≥ 0} (s t − f(t))`` by brute force on a fine grid of ``t``."""
     t = np.concatenate([np.linspace(0.0, 5.0, 200_001), np.geomspace(5.0, 1e4, 20_000)])
     rng = np.random.default_rng(0)
     z = rng.normal(size=40) * (0.7 if fam[0] != "kl" else 1.0)
     lam = 0.5 + rng.random(40)
-    p, q = _dual._laws(fam, jnp.asarray(z), jnp.asarray(lam), exact=True)
+    p, q = _dual._laws(fam, jnp.asarray(z), jnp.asarray(lam))
     s = np.asarray(p) / lam
     brute = np.max(s[:, None] * t[None] - f_of(fam, t)[None], axis=1)
     np.testing.assert_allclose(-np.asarray(q) / lam, brute, rtol=2e-4, atol=2e-4)
-    if fam[0] == "tv":  # the smoothed conjugate lies above the exact one (a valid bound)
-        _, q_smooth = _dual._laws(fam, jnp.asarray(z), jnp.asarray(lam), exact=False)
-        assert np.all(np.asarray(q_smooth) <= np.asarray(q) + 1e-15)
 
 
 BOUND_CASES = {

@@ -4,10 +4,11 @@
 lifted laws ``P = wa·A``, ``Q = wb·A`` of a comparison, or a monotone transform of one
 (:func:`f_budget`): KL (``f = t ln t``; reverse KL swaps the laws), χ² and Rényi of order
 ``α > 1`` (``f = t^α``, budget ``1 + ε`` and ``e^{(α−1)ε}``), squared Hellinger and Rényi of
-order ``α < 1`` (``f = −t^α``, budget ``−(1 − ε)`` and ``−e^{(α−1)ε}``), total variation
-(``f = ½|t − 1|``). Giving the laws their own variables, with multipliers ``p``, ``q`` of
-``P = wa·A``, ``Q = wb·A`` and ``λ ≥ 0`` of ``D_f(P‖Q) ≤ b``, the minimum over the laws is finite
-iff ``q ≤ −λ f*(p/λ)`` per output (``f*`` the convex conjugate); the Lagrangian grows with
+order ``α < 1`` (``f = −t^α``, budget ``−(1 − ε)`` and ``−e^{(α−1)ε}``); total variation,
+``Σ max(0, P − Q) ≤ ε``, is the hockey-stick at ``e^0`` and joins the linear rows. Giving the
+laws their own variables, with multipliers ``p``, ``q`` of ``P = wa·A``, ``Q = wb·A`` and
+``λ ≥ 0`` of ``D_f(P‖Q) ≤ b``, the minimum over the laws is finite iff ``q ≤ −λ f*(p/λ)`` per
+output (``f*`` the convex conjugate); the Lagrangian grows with
 ``q``, so ``q = −λ f*(p/λ)`` and, with the linear constraints' ``u ≥ 0`` of
 :mod:`diffpriv.solvers._linear`,
 
@@ -60,7 +61,8 @@ from diffpriv.solvers._linear import (
 __all__ = ["DualData", "Group", "applies", "dual_data", "f_budget", "family", "run_dual"]
 
 Family = tuple[str, float]
-"""``("kl", 1)``, ``("power", α)`` (``f = t^α`` for α > 1, ``−t^α`` for α < 1) or ``("tv", 1)``."""
+"""``("kl", 1)``, ``("power", α)`` (``f = t^α`` for α > 1, ``−t^α`` for α < 1), or ``("tv", 1)``,
+which :func:`dual_data` turns into linear rows."""
 
 CHUNK = 50
 """L-BFGS steps per compiled call."""
@@ -71,11 +73,6 @@ last one tried."""
 
 STAGE_STALL = 1e-3
 """A stage ends when a chunk raised the smoothed dual by less than ``STAGE_STALL · τ`` relative."""
-
-TV_SMOOTH = 1e-3
-"""The smoothed dual's total variation conjugate ``max(s, −½)`` is rounded by a softplus of this
-width (from above: the bound stays valid); the exact bound uses the max."""
-
 
 class Group(NamedTuple):
     """The comparisons of one divergence family (static: :data:`Family`)."""
@@ -118,7 +115,7 @@ def f_budget(name: str, alpha: float | None, eps) -> tuple[np.ndarray, np.ndarra
     the budget binds nothing (Hellinger ``ε ≥ 1``, a Rényi bound beyond float64)."""
     eps = np.asarray(eps, np.float64)
     on = np.ones(eps.shape, bool)
-    if name in ("kl", "reverse_kl", "tv") or (name == "renyi" and alpha == 1.0):
+    if name in ("kl", "reverse_kl") or (name == "renyi" and alpha == 1.0):
         return eps, on
     if name == "chi2":
         return 1.0 + eps, on
@@ -131,16 +128,11 @@ def f_budget(name: str, alpha: float | None, eps) -> tuple[np.ndarray, np.ndarra
     return -level, on
 
 
-def _laws(fam: Family, z, lam, exact: bool):
-    """``(p, q)`` per output from the raw parameter ``z`` and ``λ > 0``, with ``q = −λ f*(p/λ)``
-    (``exact``: for the bound, else its smooth upper bound where f* has a kink)."""
+def _laws(fam: Family, z, lam):
+    """``(p, q)`` per output from the raw parameter ``z`` and ``λ > 0``, with ``q = −λ f*(p/λ)``."""
     name, alpha = fam
     if name == "kl":  # f* = e^{s − 1}
         return z, -lam * jnp.exp(z / lam - 1.0)
-    if name == "tv":  # s ≤ ½: s = ½ − e^z; f* = max(s, −½)
-        s = 0.5 - jnp.exp(z)
-        top = jnp.maximum(s, -0.5) if exact else -0.5 + TV_SMOOTH * jax.nn.softplus((s + 0.5) / TV_SMOOTH)
-        return lam * s, -lam * top
     if alpha > 1:  # f = t^α: f* = (α − 1)(s⁺/α)^{α/(α−1)}
         s = jnp.maximum(z / lam, 0.0)
         return z, -lam * (alpha - 1.0) * (s / alpha) ** (alpha / (alpha - 1.0))
@@ -170,7 +162,7 @@ def _terms(data: DualData, families, params, worst, exact: bool, tau=1.0):
             const = const - jnp.sum(op.delta * tau * jax.nn.logsumexp(u / tau, axis=1))
     for fam, g, (z, l) in zip(families, data.groups, params["groups"], strict=True):
         lam = jax.nn.softplus(l)
-        p, q = _laws(fam, z, lam[..., None], exact)
+        p, q = _laws(fam, z, lam[..., None])
         on = g.on[..., None]
         p, q = jnp.where(on, p, 0.0), jnp.where(on, q, 0.0)
         cost = cost + g.wa.T @ (p[:, 0] + q[:, 1]) + g.wb.T @ (q[:, 0] + p[:, 1])
@@ -210,9 +202,8 @@ def init_params(data: DualData, families, worst: bool) -> dict:
     groups = []
     for fam, g in zip(families, data.groups, strict=True):
         k = g.wa.shape[0]
-        start = {"kl": 1.0, "tv": -10.0}.get(fam[0], fam[1] if fam[1] > 1 else 0.0)
-        if fam[0] == "power" and fam[1] < 1:
-            start = math.log(fam[1])  # p = −λα: f'(1) of −t^α
+        # p = λ f'(1): 1 for t ln t, α for t^α; for −t^α, p = −λα (z = ln α)
+        start = 1.0 if fam[0] == "kl" else (fam[1] if fam[1] > 1 else math.log(fam[1]))
         groups.append((jnp.full((k, 2, ny), start), jnp.full((k, 2), math.log(math.e - 1.0))))
     params: dict = {"groups": tuple(groups)}
     m = operator(data.lin).delta.shape[0]
@@ -417,10 +408,10 @@ def run_dual(opt, problem: Problem, seed: int, progress=None, *, budget_scale: f
         obj = problem.objective_value(table)
         gap = relative_gap(obj, bound)
         if gap <= opt.gap_tol and np.isfinite(gap):
-            for attempt in (repair, _repair_by_inflation):  # the second only if the first falls short
+            for mixing in (True, False):  # inflation only if the mixing falls short
                 if best is not None and relative_gap(best[0], bound) <= opt.gap_tol:
                     break
-                fixed = (repair(problem, table).table if attempt is repair else
+                fixed = (repair(problem, table).table if mixing else
                          _repair_by_inflation(problem, data, families, worst, jnp.asarray(tau), params))
                 if fixed is not None:
                     loss = problem.objective_value(fixed)
