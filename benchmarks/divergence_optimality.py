@@ -122,7 +122,7 @@ def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap
         ref = float("nan")
     ref_seconds = time.perf_counter() - ref_start
     start = time.perf_counter()
-    design = dp.design(problem, **({} if gap_tol is None else {"gap_tol": gap_tol}))
+    design = dp.design(problem, method="pdhg", **({} if gap_tol is None else {"gap_tol": gap_tol}))
     seconds = time.perf_counter() - start
     cert, result = design.certificate, design.result
     return {"kind": kind if not grid else f"{kind}-{grid}x{grid}", "seed": seed, "reference": ref,

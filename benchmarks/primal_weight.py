@@ -38,9 +38,10 @@ def main() -> None:
     runs = [(f"seed {s}", random_problem(s, delta=0.02 if s % 4 == 3 else 0.0), 1e-5) for s in args.seeds]
     runs += [(f"geo {n}x{n}", grid_problem("geo", n), 1e-2) for n in args.geo]
     for name, problem, tol in runs:
-        scale = float(dp.optimize(problem, steps=1, period=1, omega=1.0, polish=False).state.omega)
+        first = dp.optimize(problem, method="pdhg", steps=1, period=1, omega=1.0, polish=False)
+        scale = float(first.state.omega)
         start = time.perf_counter()
-        r = dp.optimize(problem, steps=args.steps, gap_tol=args.gap_tol or tol, **opts)
+        r = dp.optimize(problem, method="pdhg", steps=args.steps, gap_tol=args.gap_tol or tol, **opts)
         print(json.dumps({"problem": name, **opts, "steps": int(r.steps), "status": r.status,
                           "objective": r.objective, "lower_bound": r.lower_bound,
                           "gap": (r.objective - r.lower_bound) / abs(r.lower_bound),

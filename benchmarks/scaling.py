@@ -64,7 +64,7 @@ def run_one(kind: str, n: int, stage: str, steps: int) -> dict:
         ref = dp.solvers.lp(problem)
         out = {"value": ref.value}
     else:
-        d = dp.design(problem, steps=steps, gap_tol=float(stage.split(":")[1]))
+        d = dp.design(problem, method="pdhg", steps=steps, gap_tol=float(stage.split(":")[1]))
         out = {"certified": d.certificate.loss, "lower_bound": d.result.lower_bound,
                "steps": d.result.steps, "status": d.result.status, "ok": d.certificate.ok,
                "repair_t": d.certificate.repair_t, "certified_gap": d.gap}

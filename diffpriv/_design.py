@@ -58,7 +58,9 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
 
     Args:
       problem: the problem.
-      seed, steps, progress, init, **options: as for :func:`diffpriv.optimize`. The run stops
+      seed, steps, progress, init, **options: as for :func:`diffpriv.optimize` (``method``:
+        ``"auto"`` by default, which runs the exact reference where it is predicted faster;
+        ``result.method`` names the solver that ran). The run stops
         at a certified gap: when the optimizer has converged but the certified (possibly
         repaired) table is not within ``gap_tol`` of the lower bound, the run continues from
         where it stopped with a 10x smaller ``viol_factor`` (at most three times, within
@@ -94,7 +96,8 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
         seconds["solve"] += result.seconds - result.compile_seconds
 
     def certified(result: OptimizeResult) -> Certificate:
-        info = {"steps": int(result.steps), "seed": int(result.seed), "status": result.status,
+        info = {"method": result.method, "steps": int(result.steps), "seed": int(result.seed),
+                "status": result.status,
                 "seconds": optimize_seconds, "objective": float(result.objective),
                 "lower_bound": json_number(result.lower_bound),
                 "max_violation": float(result.max_violation), "options": result.options}

@@ -69,7 +69,7 @@ def agreement(eps: float, optimizer: bool, steps: int | None) -> list[dict]:
                "lp": lp, "certified": math.nan, "lower_bound": math.nan}
         ok = abs(value - lp) <= LP_TOL
         if optimizer:
-            design = dp.design(problem, steps=steps)
+            design = dp.design(problem, method="pdhg", steps=steps)
             row["certified"] = design.certificate.loss
             row["lower_bound"] = design.result.lower_bound
             ok = (ok and design.certificate.ok and row["lower_bound"] <= value + LP_TOL

@@ -115,7 +115,7 @@ def main() -> None:
     rows, tables = [], {}
     for eps, geo in runs:
         p = problem(eps, geo)
-        res = dp.optimize(p, steps=args.geo_steps if geo else args.steps, seed=args.seed)
+        res = dp.optimize(p, method="pdhg", steps=args.geo_steps if geo else args.steps, seed=args.seed)
         t0 = time.perf_counter()
         cert = dp.certify(p, res.table, seed=args.seed)
         cert_s = time.perf_counter() - t0

@@ -47,7 +47,7 @@ def main(argv=None) -> int:
         row = {"scale": s, "epsilon": expected.constraints[0].epsilon}
         for name, problem in (("expected", expected), ("transport", transport)):
             start = time.perf_counter()
-            design = dp.design(problem, steps=args.steps)
+            design = dp.design(problem, method="pdhg", steps=args.steps)
             cert, table = design.certificate, design.certificate.table
             row |= {f"{name}_design_seconds": time.perf_counter() - start,
                     f"{name}_design_ok": cert.ok,

@@ -413,7 +413,8 @@ def test_optimize_end_to_end(runner, tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     from diffpriv.certification import Certificate, verify
 
-    options = "seed = 5\nsteps = 100000\nperiod = 250\nomega = 0.3\nchunk = 2\npolish = true\n"
+    options = ('method = "pdhg"\nseed = 5\nsteps = 100000\nperiod = 250\nomega = 0.3\nchunk = 2\n'
+               'polish = true\n')
     config = _config(tmp_path, BASE_TOML + "\n[optimizer]\n" + options)
     out = tmp_path / "opt"
     args = ["optimize", str(config), "--out", str(out), "--steps", "2000", "--seed", "1"]
@@ -430,6 +431,7 @@ def test_optimize_end_to_end(runner, tmp_path, monkeypatch):
     assert (summary["seed"], cert.seed) == (1, 1)  # the command line overrides [optimizer]
     assert summary["steps"] <= 2000
     assert summary["plan"] == "standard" and "solver plan" not in result.stdout
+    assert summary["method"] == "pdhg" and cert.meta["optimizer"]["method"] == "pdhg"
     assert set(summary["seconds"]) == {"compile", "solve", "certify"}
     lp = solve_lp(cert_problem(cert)).value
     # the lower bound is certified, the table feasible: lower_bound <= LP optimum <= certified
@@ -438,6 +440,26 @@ def test_optimize_end_to_end(runner, tmp_path, monkeypatch):
     assert cert.meta["config_sha256"] and cert.meta["optimizer"]["seed"] == 1
     used = cert.meta["optimizer"]["options"]  # [optimizer] reached the optimizer
     assert (used["steps"], used["period"], used["chunk"], used["polish"]) == (2000, 250, 2, True)
+
+
+def test_optimize_by_default_runs_the_exact_lp_where_it_is_predicted_faster(runner, tmp_path):
+    """``method = "auto"`` (the default) on a small linear config runs HiGHS; the summary names
+    it, the bound is the LP's weak-duality bound and the certified table is at the optimum."""
+    from diffpriv.certification import Certificate
+    from diffpriv.solvers._lp import solve_lp
+
+    config = _config(tmp_path, BASE_TOML)
+    out = tmp_path / "auto"
+    result = runner.invoke(app, ["optimize", str(config), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "highs: the exact LP" in result.stdout and "steps, seed" not in result.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    cert = Certificate.load(out / "certificate.json")
+    assert (summary["method"], summary["plan"], summary["stop"]) == ("highs", "exact", "converged")
+    assert cert.meta["optimizer"]["method"] == "highs"
+    lp = solve_lp(cert_problem(cert)).value
+    assert summary["lower_bound"] <= lp + 1e-12 <= summary["certified"] + 1e-9
+    assert summary["certified"] - summary["lower_bound"] <= 1e-7 * lp
 
 
 @pytest.mark.parametrize("name", ["quickstart", "categorical"])

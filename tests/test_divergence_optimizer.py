@@ -30,7 +30,7 @@ def with_constraints(seed, *constraints, objective="expected"):
 def test_certified_loss_within_half_a_percent_of_the_convex_optimum(seed, constraint):
     problem = with_constraints(seed, constraint)
     ref = dp.solvers.convex(problem).value
-    design = dp.design(problem)
+    design = dp.design(problem, method="pdhg")
     assert design.certificate.ok
     assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * 1.005
     assert design.result.lower_bound <= ref * (1 + 1e-7)  # weak duality, linearised
@@ -43,7 +43,7 @@ def test_divergences_with_linear_constraints():
     problem = with_constraints(4, dp.DivergenceDistP(pairs=((0, 2),), divergence="chi2", epsilon=0.1),
                                dp.LocalDP(epsilon=2.0))
     ref = dp.solvers.convex(problem).value
-    design = dp.design(problem)
+    design = dp.design(problem, method="pdhg")
     assert design.certificate.ok
     assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * 1.001
     assert design.result.lower_bound <= ref * (1 + 1e-7)
@@ -56,7 +56,7 @@ def test_kl_distp_relaxes_pure_distp_in_certified_tables():
     pure = with_constraints(5, dp.DistP(pairs=pairs, epsilon=0.2))
     kl = with_constraints(5, dp.DivergenceDistP(pairs=pairs, divergence="kl", epsilon=0.2))
     pure_loss = dp.design(pure).certificate.loss
-    kl_design = dp.design(kl)
+    kl_design = dp.design(kl, method="pdhg")
     assert kl_design.certificate.ok
     assert kl_design.certificate.loss < pure_loss * (1 - 1e-3)
     assert dp.solvers.lp(pure).value == pytest.approx(pure_loss, rel=1e-3)
@@ -101,7 +101,8 @@ def test_the_optimizer_refuses_what_it_cannot_do_in_one_line():
     problem = with_constraints(0, dp.DivergenceDistP(pairs=((0, 1),), divergence="max", epsilon=0.1,
                                                      direction="forward"))
     with pytest.raises(ValueError, match=r"one-way max-divergence"):
-        dp.optimize(problem)
+        dp.optimize(problem, method="pdhg")
+    assert dp.optimize(problem).method == "clarabel"  # "auto" runs the convex reference here
     kl = with_constraints(0, dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.1))
     with pytest.raises(ValueError, match=r"^init: warm starts need linear constraints"):
         dp.optimize(kl, init=np.full(kl.shape, 0.2))
@@ -154,7 +155,7 @@ def test_the_bound_is_never_below_each_rows_cheapest_output(objective):
     assert floor <= ref * (1 + 1e-7)  # the reference is an interior-point solve: 1e-11 off here
     if objective == "worst":
         return  # the optimizer's use of it is the same for both objectives (compiling twice: 25 s)
-    short = dp.optimize(problem, steps=1)
+    short = dp.optimize(problem, method="pdhg", steps=1)
     assert floor <= short.lower_bound <= ref * (1 + 1e-7)
     _, bounds = dp.solve_batch(problem, np.array([0.5, 1.0]), steps=1)
     assert np.all(bounds >= floor) and np.all(bounds[1] <= ref * (1 + 1e-7))

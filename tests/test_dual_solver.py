@@ -98,7 +98,7 @@ def test_converges_to_the_convex_optimum(case):
     problem = small(seed, *constraints, objective={"expected": dp.ExpectedLoss(), "worst": dp.WorstCaseLoss(),
                                                    "entry": dp.LargestEntry()}[objective])
     ref = dp.solvers.convex(problem).value
-    result = dp.optimize(problem, gap_tol=1e-3)
+    result = dp.optimize(problem, method="pdhg", gap_tol=1e-3)
     assert result.status == "converged" and result.plan == "dual"
     assert result.lower_bound <= ref * (1 + 1e-7)  # Clarabel's value is accurate to ~1e-8
     cert = dp.certify(problem, result.table)
@@ -127,7 +127,7 @@ def test_raising_the_multipliers_makes_the_table_hold():
     from diffpriv.certification._repair import repair, repair_holds
 
     problem = small(0, dp.DivergenceDistP(pairs=((0, 1), (1, 2)), divergence="kl", epsilon=0.05))
-    params = dp.optimize(problem, steps=300, gap_tol=1e-9).state
+    params = dp.optimize(problem, method="pdhg", steps=300, gap_tol=1e-9).state
     data, families, _ = _dual.dual_data(problem, 1e-6)
     tau = jnp.asarray(1e-3)
     raw = np.asarray(_dual.table_of(data, families, params, False, tau)).reshape(problem.shape)

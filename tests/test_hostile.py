@@ -190,7 +190,7 @@ def test_steps_below_one_period_run_one_period():
 
     problem, _ = config_from_dict({"inputs": {"labels": ["a", "b"]}, "loss": {"kind": "hamming"},
                                    "constraints": [{"kind": "ldp", "epsilon": 1.0}]})
-    result = dp.optimize(problem, steps=5, period=40, gap_tol=1e-12)
+    result = dp.optimize(problem, method="pdhg", steps=5, period=40, gap_tol=1e-12)
     assert result.steps == 40
 
 

@@ -132,7 +132,7 @@ def test_lean_run_gives_a_valid_bound_and_a_certified_table(monkeypatch):
     ref = solve_lp(problem).value
     std, lean = estimate(problem, "optimizer"), estimate(problem, "optimizer", lean=True)
     monkeypatch.setenv("DIFFPRIV_MEMORY_LIMIT", str((std + lean) // 2))
-    result = dp.optimize(problem, steps=20_000)
+    result = dp.optimize(problem, method="pdhg", steps=20_000)
     monkeypatch.delenv("DIFFPRIV_MEMORY_LIMIT")
     assert result.plan == "lean"
     assert result.state.u.dtype == jnp.float32 and result.state.phi.size == 0  # no slack: δ = 0
@@ -141,5 +141,5 @@ def test_lean_run_gives_a_valid_bound_and_a_certified_table(monkeypatch):
     assert cert.ok
     assert ref * (1 - 1e-9) <= cert.loss <= ref * 1.05
     assert result.lower_bound >= ref * 0.9
-    assert dp.optimize(problem, steps=500).plan == "standard"
+    assert dp.optimize(problem, method="pdhg", steps=500).plan == "standard"
 

@@ -21,7 +21,7 @@ from diffpriv.solvers._lp import solve_lp
 @pytest.mark.parametrize(("k", "eps"), [(2, 0.5), (3, 1.0), (5, 2.0)])
 def test_k_ary_randomized_response_is_reproduced(k, eps):
     problem = k_rr_problem(k, eps)
-    result = dp.optimize(problem, gap_tol=1e-9)  # to solver accuracy, not the default 1e-4
+    result = dp.optimize(problem, method="pdhg", gap_tol=1e-9)  # to solver accuracy, not the default 1e-4
     cert = certify(problem, result.table)
     # Closed form (k-1)/(e^eps+k-1); certification may mix in ~1e-8 to prove the budget.
     assert cert.ok
@@ -36,7 +36,7 @@ def test_bernoulli_two_profile_flip_matches_lp_4(p_i, p_j, eps):
     """002, LP (4): the optimal symmetric flip probability (closed form, Observation 10)."""
     problem = bernoulli_two_profile_problem(p_i, p_j, eps)
     alpha = bernoulli_flip_alpha(p_i, p_j, eps)
-    result = dp.optimize(problem, gap_tol=1e-7)  # the default 1e-4 allows more than rel=1e-6
+    result = dp.optimize(problem, method="pdhg", gap_tol=1e-7)  # the default 1e-4 allows more than rel=1e-6
     cert = certify(problem, result.table)
     assert cert.ok
     assert cert.loss == pytest.approx(alpha, rel=1e-6)
@@ -48,7 +48,7 @@ def test_bernoulli_two_profile_flip_matches_lp_4(p_i, p_j, eps):
 def test_certified_loss_close_to_lp_optimum(seed):
     problem = random_problem(seed)
     ref = solve_lp(problem)
-    result = dp.optimize(problem)
+    result = dp.optimize(problem, method="pdhg")
     cert = certify(problem, result.table)
     assert cert.ok and verify(cert.to_dict()).ok
     assert result.lower_bound <= ref.value * (1 + 1e-9) + 1e-12  # weak duality
@@ -59,7 +59,7 @@ def test_certified_loss_close_to_lp_optimum(seed):
 def test_approximate_distp_close_to_lp():
     problem = random_problem(0, delta=0.05)
     ref = solve_lp(problem)
-    result = dp.optimize(problem)
+    result = dp.optimize(problem, method="pdhg")
     cert = certify(problem, result.table)
     assert cert.ok
     assert ref.value * (1 - 1e-9) <= cert.loss <= ref.value * 1.002
@@ -75,7 +75,7 @@ def test_epigraph_objectives_close_to_lp(objective):
 
     problem = dataclasses.replace(random_problem(3, n_in=6, n_out=6, extra="ldp"), objective=objective)
     ref = solve_lp(problem)
-    result = dp.optimize(problem)
+    result = dp.optimize(problem, method="pdhg")
     cert = certify(problem, result.table)
     assert cert.ok
     assert result.lower_bound <= ref.value * (1 + 1e-9) + 1e-12
@@ -88,8 +88,8 @@ def test_epigraph_objectives_close_to_lp(objective):
 
 def test_deterministic_for_a_seed():
     problem = random_problem(1, n_in=6, n_out=6)
-    a = dp.optimize(problem, seed=3, steps=2000)
-    b = dp.optimize(problem, seed=3, steps=2000)
+    a = dp.optimize(problem, method="pdhg", seed=3, steps=2000)
+    b = dp.optimize(problem, method="pdhg", seed=3, steps=2000)
     np.testing.assert_array_equal(a.table, b.table)
     assert a.lower_bound == b.lower_bound
 
@@ -97,9 +97,9 @@ def test_deterministic_for_a_seed():
 def test_same_shapes_do_not_recompile():
     p1 = random_problem(11, n_in=7, n_out=7, n_profiles=1, n_pairs=1, extra="none")
     p2 = random_problem(12, n_in=7, n_out=7, n_profiles=1, n_pairs=1, extra="none")
-    dp.optimize(p1, steps=1000, period=500)
+    dp.optimize(p1, method="pdhg", steps=1000, period=500)
     before = _optimizer._run._cache_size()
-    dp.optimize(p2, steps=1000, period=500)
+    dp.optimize(p2, method="pdhg", steps=1000, period=500)
     assert _optimizer._run._cache_size() == before
 
 
@@ -109,7 +109,7 @@ def test_batch_over_budgets_matches_single_runs():
     tables, bounds = dp.solve_batch(problem, scales, steps=3000, polish=False)
     for s, table, bound in zip(scales, tables, bounds, strict=True):
         scaled = _scale_eps(problem, s)
-        single = dp.optimize(scaled, steps=3000, polish=False)
+        single = dp.optimize(scaled, method="pdhg", steps=3000, polish=False)
         np.testing.assert_allclose(table, single.table, atol=1e-9)
         assert bound == pytest.approx(single.lower_bound, rel=1e-9, abs=1e-12)
     # A larger budget can only lower the optimum: the bounds are monotone up to solver error.
@@ -139,20 +139,20 @@ def test_mechanism_is_softmax_of_logits_on_support():
 
 def test_options_are_validated():
     with pytest.raises(ValueError, match="optimizer.steps"):
-        dp.optimize(k_rr_problem(2, 1.0), steps=0)
+        dp.optimize(k_rr_problem(2, 1.0), method="pdhg", steps=0)
     with pytest.raises(ValueError, match="optimizer.omega"):
-        dp.optimize(k_rr_problem(2, 1.0), omega=-1.0)
+        dp.optimize(k_rr_problem(2, 1.0), method="pdhg", omega=-1.0)
     with pytest.raises(ValueError, match=r"^optimizer.omega_range: must be >= 1.0, got 0.5$"):
-        dp.optimize(k_rr_problem(2, 1.0), omega_range=0.5)
+        dp.optimize(k_rr_problem(2, 1.0), method="pdhg", omega_range=0.5)
 
 
 def test_primal_weight_adapts_upwards_within_its_range():
     """PDLP's primal-weight update moves the weight at restarts, never below the initial weight
     nor above omega_range times it; omega_range = 1 keeps it fixed, and both runs certify."""
     problem = random_problem(1)
-    start = float(dp.optimize(problem, steps=1, period=1, polish=False).state.omega)
-    fixed = dp.optimize(problem, steps=6000, omega_range=1.0)
-    adapted = dp.optimize(problem, steps=6000)
+    start = float(dp.optimize(problem, method="pdhg", steps=1, period=1, polish=False).state.omega)
+    fixed = dp.optimize(problem, method="pdhg", steps=6000, omega_range=1.0)
+    adapted = dp.optimize(problem, method="pdhg", steps=6000)
     assert float(fixed.state.omega) == start and fixed.state.anchor == ()
     assert start < float(adapted.state.omega) <= 9 * start * (1 + 1e-12)
     ref = solve_lp(problem).value
@@ -166,7 +166,7 @@ def test_support_radius_table_certifies_without_mixing():
     hair and numerical dust is zeroed before polishing."""
     problem, d = _home_out_with_radius(3.0)
     ref = solve_lp(problem)
-    result = dp.optimize(problem)
+    result = dp.optimize(problem, method="pdhg")
     cert = certify(problem, result.table)
     assert cert.ok and cert.repair_t == 0.0
     assert np.all(cert.table[0][d > 3.0] == 0.0)
@@ -179,8 +179,8 @@ def test_infeasible_problem_is_detected_by_the_dual_bound():
     problem, _ = _home_out_with_radius(2.0)
     with pytest.raises(dp.ReferenceSolveError, match="nfeasible"):
         solve_lp(problem)
-    assert dp.optimize(problem, steps=20_000).infeasible
-    assert not dp.optimize(k_rr_problem(3, 1.0)).infeasible
+    assert dp.optimize(problem, method="pdhg", steps=20_000).infeasible
+    assert not dp.optimize(k_rr_problem(3, 1.0), method="pdhg").infeasible
 
 
 def _home_out_with_radius(radius):
@@ -198,9 +198,9 @@ def _home_out_with_radius(radius):
 def test_warm_start_continues_a_run():
     """``init=result`` restores the primal and dual state: 2000 + 2000 steps = 4000 steps."""
     problem = random_problem(2)
-    first = dp.optimize(problem, steps=2000, polish=False)
-    warm = dp.optimize(problem, steps=2000, polish=False, init=first)
-    cold = dp.optimize(problem, steps=4000, polish=False)
+    first = dp.optimize(problem, method="pdhg", steps=2000, polish=False)
+    warm = dp.optimize(problem, method="pdhg", steps=2000, polish=False, init=first)
+    cold = dp.optimize(problem, method="pdhg", steps=4000, polish=False)
     np.testing.assert_allclose(warm.table, cold.table, atol=1e-9)
     assert warm.lower_bound >= first.lower_bound
 
@@ -210,22 +210,22 @@ def test_warm_start_from_a_mechanism():
     mechanism reproduces its table; a wrong shape is a clear error."""
     problem = random_problem(2)
     ref = solve_lp(problem)
-    warm = dp.optimize(problem, steps=5000, init=dp.Mechanism.from_table(ref.table))
+    warm = dp.optimize(problem, method="pdhg", steps=5000, init=dp.Mechanism.from_table(ref.table))
     assert certify(problem, warm.table).loss <= ref.value * 1.002
     np.testing.assert_allclose(np.asarray(warm.mechanism.table()), warm.table, atol=1e-12)
     with pytest.raises(ValueError, match="init: shape"):
-        dp.optimize(problem, init=np.ones((1, 2, 2)) / 2)
+        dp.optimize(problem, method="pdhg", init=np.ones((1, 2, 2)) / 2)
 
 
 def test_huge_epsilon_stays_finite_and_every_traced_bound_is_valid():
     # e^800 overflows float64; the constraint is then void and the optimum is 0 (report the truth).
     # At a zero bound the gap is absolute (one rule, device and host): a table within 1e-21 of
     # the identity is converged.
-    result = dp.optimize(k_rr_problem(3, 800.0))
+    result = dp.optimize(k_rr_problem(3, 800.0), method="pdhg")
     assert result.status == "converged" and np.isfinite(result.lower_bound)
     assert 0.0 <= result.objective <= 1e-12 and result.lower_bound <= result.objective
     # The per-period bounds are evaluated at the real budgets, not the tightened ones.
-    result = dp.optimize(k_rr_problem(4, 1.0))
+    result = dp.optimize(k_rr_problem(4, 1.0), method="pdhg")
     assert np.max(result.history["lower_bound"]) <= k_rr_loss(4, 1.0) * (1 + 1e-12)
 
 
@@ -242,7 +242,7 @@ def test_batch_does_not_recompile_and_rejects_other_methods():
 
 def test_seed_is_validated():
     with pytest.raises(ValueError, match="seed"):
-        dp.optimize(k_rr_problem(2, 1.0), seed=2**64)
+        dp.optimize(k_rr_problem(2, 1.0), method="pdhg", seed=2**64)
 
 
 def test_design_stops_at_a_certified_gap():
@@ -250,7 +250,7 @@ def test_design_stops_at_a_certified_gap():
     LP optimum, and well before the step limit."""
     for seed in (0, 5):
         problem = random_problem(seed)
-        d = dp.design(problem, gap_tol=1e-3)
+        d = dp.design(problem, method="pdhg", gap_tol=1e-3)
         lp = dp.solvers.lp(problem)
         assert d.result.status == "converged" and d.result.steps < 100_000
         assert d.certificate.ok and d.gap <= 1e-3
@@ -267,16 +267,16 @@ def test_adaptive_restarts_keep_averaging_on_a_geo_grid():
     problem = dp.Problem(dom, dom, dom.distances(dom), np.full(64, 1 / 64),
                          constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
     ref = solve_lp(problem).value
-    result = dp.optimize(problem, steps=5000, gap_tol=1e-12, polish=False)
+    result = dp.optimize(problem, method="pdhg", steps=5000, gap_tol=1e-12, polish=False)
     assert 0.97 * ref <= result.lower_bound <= ref * (1 + 1e-9)
 
 
 def test_compilation_time_is_reported_apart_from_solving():
     problem = k_rr_problem(7, 1.3)  # a shape no other test compiles
-    first = dp.optimize(problem, steps=1000)
-    again = dp.optimize(problem, steps=1000)
+    first = dp.optimize(problem, method="pdhg", steps=1000)
+    again = dp.optimize(problem, method="pdhg", steps=1000)
     assert 0 < first.compile_seconds < first.seconds
     assert again.compile_seconds < 0.1 * first.compile_seconds  # nothing left to compile
-    d = dp.design(problem, steps=1000)
+    d = dp.design(problem, method="pdhg", steps=1000)
     assert set(d.seconds) == {"compile", "solve", "certify"}
     assert d.seconds["solve"] > 0 and d.seconds["certify"] > 0

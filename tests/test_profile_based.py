@@ -163,7 +163,7 @@ def test_smooth_categorical_objective_under_diffprivs_optimizer(eps):
     optimizer's certified lower bound is below it."""
     value = pb.smooth_categorical(CHAIN, EDGES, eps).value
     problem = pb.categorical_chain_problem(eps, objective="entry")
-    result = dp.optimize(problem, gap_tol=1e-4)
+    result = dp.optimize(problem, method="pdhg", gap_tol=1e-4)
     cert = dp.certify(problem, result.table)
     assert cert.ok
     largest = float((result.table * (1 - np.eye(CHAIN.shape[1]))).max())
@@ -257,7 +257,7 @@ def test_optimizer_reaches_the_expected_misreport_optimum():
     expected 0/1 loss reaches the Smooth Categorical LP with that objective (~10 s: compiling)."""
     eps = 0.3
     value = pb.smooth_categorical(CHAIN, EDGES, eps, objective="expected").value
-    design = dp.design(pb.categorical_chain_problem(eps))
+    design = dp.design(pb.categorical_chain_problem(eps), method="pdhg")
     assert design.certificate.ok
     assert design.result.lower_bound <= value + 1e-9
     assert value - 1e-9 <= design.certificate.loss <= value * (1 + 1e-3)

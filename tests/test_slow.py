@@ -18,7 +18,7 @@ def test_optimality_acceptance_on_sixteen_random_problems():
     for seed in range(16):
         problem = random_problem(seed, delta=0.02 if seed % 4 == 3 else 0.0)
         ref = dp.solvers.lp(problem)
-        result = dp.optimize(problem)
+        result = dp.optimize(problem, method="pdhg")
         cert = certify(problem, result.table)
         assert cert.ok and verify(cert.to_dict()).ok
         assert result.lower_bound <= ref.value * (1 + 1e-9) + 1e-12, seed
@@ -31,7 +31,7 @@ def test_optimality_acceptance_on_sixteen_random_problems():
 
 def test_quickstart_certificate_holds_in_exact_arithmetic():
     problem, options = load_config("configs/quickstart.toml")
-    result = dp.optimize(problem, **options.kwargs())
+    result = dp.optimize(problem, method="pdhg", **options.kwargs())
     cert = certify(problem, result.table)
     report = verify(cert.to_dict(), exact=True)
     assert report.ok and report.exact, report.failures

@@ -56,7 +56,7 @@ def test_one_relative_gap_rule_on_host_and_device():
 
 def test_results_carry_a_known_status_and_their_gap_by_the_rule():
     problem = dp.problems.random_problem(0, n_in=4, n_out=4)
-    result = dp.optimize(problem, steps=2000)
+    result = dp.optimize(problem, method="pdhg", steps=2000)
     assert result.status in {s.value for s in _driver.Status}
     assert type(result.status) is str
     assert result.gap == _driver.relative_gap(result.objective, result.lower_bound)

@@ -168,6 +168,7 @@ def test_lp_matches_the_convex_reference_and_its_own_duals(seed, family):
     bound = transport_dual_bound(problem, lp)
     assert bound <= lp.value + 1e-9
     assert bound == pytest.approx(lp.value, abs=1e-7)
+    assert lp.bound == pytest.approx(bound, abs=1e-7) and lp.bound <= lp.value + 1e-9
     # Not the unmasked closed form: the budgets bind.
     lam = problem.prior.sum(0)
     assert lp.value > float(np.sum(lam * problem.loss.min(1))) + 1e-3
@@ -337,6 +338,7 @@ def test_lp_matches_the_convex_reference_with_laws(laws, seed, family):
     bound = transport_dual_bound(problem, lp)
     assert bound <= lp.value + 1e-9
     assert bound == pytest.approx(lp.value, abs=1e-7)
+    assert lp.bound == pytest.approx(bound, abs=1e-7) and lp.bound <= lp.value + 1e-9
     # A genuine trade-off: the budgets keep the optimum above the input-independent floor.
     assert lp.value > laws_floor(problem) + 3e-3  # measured margins 0.0048 to 0.071
     # The expected-loss optimum is no better for this objective.

@@ -26,7 +26,7 @@ def transport(problem: dp.Problem, laws: str = "prior") -> dp.Problem:
 def test_pdhg_certifies_within_a_fifth_of_a_percent_of_the_lp(seed, laws, options):
     problem = transport(random_problem(seed, **options), laws)
     ref = dp.solvers.lp(problem).value
-    design = dp.design(problem)
+    design = dp.design(problem, method="pdhg")
     cert = design.certificate
     assert cert.ok and dp.verify(cert.to_dict()).ok
     assert ref * (1 - 1e-7) - 1e-12 <= cert.loss <= ref * 1.002 + 1e-9
@@ -60,9 +60,9 @@ def test_the_plan_rows_and_the_marginal_comparisons(laws):
 @pytest.mark.slow
 def test_warm_start_and_the_optimizers_table_shape():
     problem = transport(random_problem(2, n_in=5, n_out=5), "items")
-    first = dp.optimize(problem, steps=2000)
+    first = dp.optimize(problem, method="pdhg", steps=2000)
     assert first.table.shape == problem.shape
-    again = dp.optimize(problem, steps=2000, init=first.table)
+    again = dp.optimize(problem, method="pdhg", steps=2000, init=first.table)
     assert again.table.shape == problem.shape
     assert again.lower_bound <= dp.solvers.lp(problem).value * (1 + 1e-7)
 
@@ -88,7 +88,7 @@ def test_under_a_divergence_constraint_within_one_percent_of_the_convex_optimum(
         base, items=items, objective=dp.TransportLoss(laws="items"),
         constraints=(dp.DivergenceDistP(pairs=((0, 1), (1, 2)), divergence="kl", epsilon=0.05),))
     ref = dp.solvers.convex(problem).value
-    design = dp.design(problem)
+    design = dp.design(problem, method="pdhg")
     assert design.certificate.ok
     assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * 1.01
     assert design.result.lower_bound <= ref * (1 + 1e-7)

@@ -97,7 +97,7 @@ def test_the_bound_is_tight_at_the_lps_duals_and_valid_at_any(outputs, order):
 def test_the_optimizer_matches_the_convex_reference(outputs, order, constraint):
     problem = problem_on(outputs, order, epsilon=0.4, seed=3, constraint=constraint)
     ref = dp.solvers.convex(problem).value
-    design = dp.design(problem)
+    design = dp.design(problem, method="pdhg")
     assert design.result.plan == "transport"
     assert design.certificate.ok
     assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * 1.001
@@ -127,7 +127,7 @@ def test_worst_case_objectives_run_on_the_lifted_pdhg(objective, outputs, order)
     problem = dataclasses.replace(problem_on(outputs, order, epsilon=0.15, seed=3), objective=objective)
     ref = dp.solvers.convex(problem).value
     assert dp.solvers.convex(dataclasses.replace(problem, constraints=())).value < ref * (1 - 1e-3)
-    design = dp.design(problem)
+    design = dp.design(problem, method="pdhg")
     assert design.result.plan == "transport" and design.result.status == "converged"
     assert design.certificate.ok and design.certificate.repair_t == 0
     assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * 1.001
@@ -179,7 +179,7 @@ def test_the_shipped_wasserstein_config_converges_to_the_convex_optimum():
     config = pathlib.Path(__file__).resolve().parent.parent / "configs" / "wasserstein.toml"
     problem, _ = dp.load_config(config)
     ref = dp.solvers.convex(problem).value
-    design = dp.design(problem)
+    design = dp.design(problem, method="pdhg")
     assert design.result.plan == "transport" and design.result.status == "converged"
     assert design.certificate.ok and design.certificate.repair_t == 0
     assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * (1 + 1e-4)
@@ -187,7 +187,7 @@ def test_the_shipped_wasserstein_config_converges_to_the_convex_optimum():
 
 def test_progress_is_reported_after_each_chunk():
     calls = []
-    result = dp.Optimizer(chunk=2, period=500)(problem_on(GRID, 1.0, epsilon=0.4, seed=3),
+    result = dp.Optimizer(method="pdhg", chunk=2, period=500)(problem_on(GRID, 1.0, epsilon=0.4, seed=3),
                                                progress=lambda *a: calls.append(a))
     assert len(calls) == result.steps // 1000 + (result.steps % 1000 > 0)
     assert calls[-1][0] == result.steps and calls[-1][1] == 100_000

@@ -156,7 +156,7 @@ def test_the_optimizer_on_a_line_matches_the_convex_reference(constraints):
     optimum; its bound (every W_μ linearised by c-transformed potentials) is below it."""
     problem = line_problem(*constraints)
     ref = dp.solvers.convex(problem).value
-    design = dp.design(problem)
+    design = dp.design(problem, method="pdhg")
     assert design.certificate.ok
     assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * 1.001
     assert design.result.lower_bound <= ref * (1 + 1e-7)

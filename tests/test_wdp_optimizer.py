@@ -102,7 +102,7 @@ def test_the_augmented_lagrangian_on_a_grid_matches_the_convex_reference(order):
     problem = dataclasses.replace(problem, constraints=(*problem.constraints,
                                                         dp.DivergenceDP(divergence="kl", epsilon=50.0)))
     ref = dp.solvers.convex(problem).value
-    design = dp.design(problem, steps=1000)  # measured: 3e-7 above the reference at 1000 steps
+    design = dp.design(problem, method="pdhg", steps=1000)  # measured: 3e-7 above the reference at 1000 steps
     assert design.certificate.ok
     assert ref * (1 - 1e-7) <= design.certificate.loss <= ref * 1.001
     # measured: 0.16 % and 0.23 % below (the transport dual ascent; 44 % below without it)

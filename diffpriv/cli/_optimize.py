@@ -25,6 +25,7 @@ from diffpriv.cli._summary import _print_summary, _summary
 from diffpriv.config._config import MAX_SEED
 from diffpriv.io._export import jsonable, write_json
 from diffpriv.problems._size import admit
+from diffpriv.solvers._methods import METHODS
 from diffpriv.solvers._options import Options
 
 MAX_STEPS = next(f.metadata["le"] for f in dataclasses.fields(Options) if f.name == "steps")
@@ -45,6 +46,11 @@ def optimize(
                      "periods (\\[optimizer] period, default 500): N is rounded up to a multiple "
                      "of the period, so fewer steps than one period run one period.",
                      min=1, max=MAX_STEPS),
+    ] = None,
+    method: Annotated[
+        str | None,
+        typer.Option(help="Solver; overrides \\[optimizer] method: "
+                     + "; ".join(f"{k}: {v}" for k, v in METHODS.items()) + "."),
     ] = None,
     progress: Annotated[
         bool, typer.Option(help="Show a progress bar on stderr (only when it is a terminal).")
@@ -71,6 +77,10 @@ def optimize(
     steps = config_steps if steps is None else steps
     if steps is not None:
         kwargs["steps"] = steps
+    if method is not None:
+        if method not in METHODS:
+            _fail(f"--method: must be one of {', '.join(METHODS)}, got {method!r}", code=2)
+        kwargs["method"] = method
 
     from diffpriv._design import InfeasibleError, design  # imports JAX
     from diffpriv.certification import DEFAULT_BITS, RepairError, TableError
@@ -89,6 +99,7 @@ def optimize(
         problem, cert, d.seconds,
         optimized=float(result.objective), lower_bound=float(result.lower_bound),
         steps=int(result.steps), stop=result.status, seed=int(result.seed), plan=result.plan,
+        method=result.method,
     )
     with _user_errors():
         write_json(out / "summary.json", summary)

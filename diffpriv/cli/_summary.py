@@ -29,6 +29,17 @@ def _constraints(problem: Problem, levels) -> list[dict[str, Any]]:
     return rows
 
 
+_METHOD_TEXT = {
+    "pdhg": "pdhg: restarted mirror PDHG",
+    "transport pdhg": "transport pdhg: PDHG on the table and the couplings",
+    "dual": "dual: smoothed dual, L-BFGS",
+    "al": "al: augmented Lagrangian",
+    "highs": "highs: the exact LP (HiGHS)",
+    "clarabel": "clarabel: the exact conic program (cvxpy, Clarabel)",
+}
+"""The ``method`` row: the solver that ran (:attr:`~diffpriv.OptimizeResult.method`)."""
+
+
 def _summary(problem: Problem, cert, seconds: dict[str, float], **solver: Any) -> dict[str, Any]:
     """What ``optimize`` and ``reference`` print and write to ``summary.json``."""
     return {
@@ -86,7 +97,9 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
         rows.append(("repair weight t", f"{s['repair_weight']:.3g}"))
     if "status" in s:
         rows.append(("solver status", s["status"]))
-    if "steps" in s:
+    if "method" in s:
+        rows.append(("method", _METHOD_TEXT.get(s["method"], s["method"])))
+    if "steps" in s and s.get("plan") != "exact":
         rows.append(("steps, seed", f"{s['steps']} ({s['stop']}), seed {s['seed']}"))
     if s.get("plan") == "lean":
         rows.append(("solver plan", "lean: float32, no averages, no polishing (the standard "

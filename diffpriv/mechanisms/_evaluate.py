@@ -233,7 +233,8 @@ class ComparisonRow:
     """One line of :func:`compare`.
 
     Attributes:
-      name: mechanism name, or ``"optimized"`` for the reference row.
+      name: mechanism name, or ``"optimized"`` for the reference row (``"optimized (highs)"``
+        when its certificate records the method that found it, here HiGHS).
       params: its parameters (the calibrated one included); ``{}`` for the reference.
       parameter: the calibrated parameter's value (``None`` for the reference or a failure).
       loss: certified loss (``nan`` when the mechanism cannot meet the budgets).
@@ -274,7 +275,8 @@ def compare(problem, names: Iterable[str | tuple[str, Mapping[str, Any]]], *,
       tol: relative precision of each calibration.
 
     Returns:
-      The reference row (name ``"optimized"``; ``"reference"`` when a number was given) then one
+      The reference row (name ``"optimized"``, with the method that found the table when its
+      certificate records one; ``"reference"`` when a number was given) then one
       :class:`ComparisonRow` per mechanism. A mechanism with a ``calibrate`` parameter is
       calibrated (:func:`calibrate`); one without is evaluated at its given parameters, and if it
       violates a budget its row keeps its values with the failing constraints in ``note``. A
@@ -287,7 +289,9 @@ def compare(problem, names: Iterable[str | tuple[str, Mapping[str, Any]]], *,
         reference = design(problem).certificate
     if isinstance(reference, Certificate):
         ref_loss = reference.loss
-        rows = [ComparisonRow("optimized", {}, None, ref_loss,
+        method = reference.meta.get("optimizer", {}).get("method")
+        label = "optimized" if method is None else f"optimized ({method})"
+        rows = [ComparisonRow(label, {}, None, ref_loss,
                               tuple(c.level for c in reference.constraints), 0.0)]
     else:
         ref_loss = float(reference)

@@ -5,6 +5,8 @@
   exponential and power cones; a test extra: ``pip install -e '.[test]'``), the yardstick there.
 * :class:`Optimizer`, :func:`optimize`, :func:`solve_batch` — restarted mirror PDHG on softmax
   logits (and the augmented-Lagrangian baseline), with a certified lower bound.
+* :func:`exact_solver` — the exact solver ``method = "auto"`` runs on a problem (``"highs"``,
+  ``"clarabel"``), or ``None`` where diffpriv's own is predicted faster.
 """
 
 from diffpriv._lazy import lazy_getattr
@@ -12,6 +14,7 @@ from diffpriv.solvers._convex import ConvexResult, ConvexSolveError
 from diffpriv.solvers._convex import solve_convex as convex
 from diffpriv.solvers._lp import ReferenceResult, ReferenceSolveError
 from diffpriv.solvers._lp import solve_lp as lp
+from diffpriv.solvers._methods import exact_solver
 
 _LAZY = {
     "Optimizer": "diffpriv.solvers._optimizer",
@@ -24,4 +27,4 @@ __getattr__ = lazy_getattr("diffpriv.solvers", _LAZY)
 
 
 __all__ = ["ConvexResult", "ConvexSolveError", "OptimizeResult", "Optimizer", "ReferenceResult",
-           "ReferenceSolveError", "convex", "lp", "optimize", "solve_batch"]
+           "ReferenceSolveError", "convex", "exact_solver", "lp", "optimize", "solve_batch"]

@@ -97,6 +97,8 @@ class ConvexResult(NamedTuple):
       status: cvxpy's status (always ``"optimal"``: anything else raises).
       seconds: wall-clock time of building and solving the program.
       solver: the name of the solver that ran.
+      violation: the largest violation of a constraint by the solver's point (cvxpy's
+        ``violation()``, in the constraints' own units; 0 when every one holds).
     """
 
     table: np.ndarray
@@ -104,6 +106,7 @@ class ConvexResult(NamedTuple):
     status: str
     seconds: float
     solver: str
+    violation: float = 0.0
 
 
 def _import_cvxpy():
@@ -427,6 +430,8 @@ def solve_convex(
     table = np.zeros(problem.shape)
     table[mask] = np.clip(v.value, 0.0, None)
     table /= table.sum(axis=-1, keepdims=True)
+    violation = max((float(np.max(c.violation(), initial=0.0)) for c in program.constraints),
+                    default=0.0)
     return ConvexResult(table=table, value=float(program.value), status=str(program.status),
-                        seconds=time.perf_counter() - start, solver=name)
+                        seconds=time.perf_counter() - start, solver=name, violation=violation)
 

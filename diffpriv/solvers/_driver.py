@@ -106,7 +106,11 @@ class OptimizeResult:
         no polishing, the bound computed in float64 from the final multipliers; ``"transport"``
         for the lifted PDHG of Wasserstein constraints (:mod:`diffpriv.solvers._transport_pdhg`);
         ``"dual"`` for the smoothed dual of divergence constraints (:mod:`diffpriv.solvers._dual`:
-        the table is already repaired by the certifier's mixing, so ``max_violation`` is 0).
+        the table is already repaired by the certifier's mixing, so ``max_violation`` is 0);
+        ``"exact"`` for a run of the exact reference.
+      method: the solver that ran: ``"pdhg"``, ``"transport pdhg"``, ``"dual"``, ``"al"``, or
+        an exact one (``"highs"``, ``"clarabel"``: :mod:`diffpriv.solvers._exact`, ``steps``
+        0, ``lower_bound`` from the solver's multipliers, ``max_violation`` in its own rows).
     """
 
     table: np.ndarray
@@ -123,6 +127,7 @@ class OptimizeResult:
     state: object = None
     plan: str = "standard"
     compile_seconds: float = 0.0
+    method: str = "pdhg"
 
     @property
     def converged(self) -> bool:
@@ -144,7 +149,8 @@ class OptimizeResult:
 
 def make_result(problem, table: np.ndarray, bound: float, *, status: str, steps: int, start: float,
                 compiled: float, seed: int, options, violation: float = 0.0, state=None,
-                plan: str = "standard", history: dict | None = None) -> OptimizeResult:
+                plan: str = "standard", history: dict | None = None,
+                method: str = "pdhg") -> OptimizeResult:
     """The :class:`OptimizeResult` of a run that began at ``time.perf_counter() == start`` with
     ``compile_seconds() == compiled``: ``table`` ``[S, X, Y]`` (checked finite), its objective,
     and its :func:`relative_gap` to ``bound``; ``options`` a dataclass of the settings."""
@@ -155,4 +161,4 @@ def make_result(problem, table: np.ndarray, bound: float, *, status: str, steps:
         max_violation=violation, steps=steps, seconds=time.perf_counter() - start, seed=seed,
         status=Status(status).value, history={} if history is None else history,
         options=dataclasses.asdict(options), state=state, plan=plan,
-        compile_seconds=compile_seconds() - compiled)
+        compile_seconds=compile_seconds() - compiled, method=method)

@@ -436,4 +436,4 @@ def run_dual(opt, problem: Problem, seed: int, progress=None, *, budget_scale: f
     if bool(proves_infeasible(data.true_lin._replace(largest=data.true_lin.largest * scale), bound)):
         status = Status.INFEASIBLE
     return make_result(problem, best[1], bound, status=status, steps=done, start=start, compiled=compiled,
-                       seed=seed, options=opt, state=params, plan="dual")
+                       seed=seed, options=opt, state=params, plan="dual", method="dual")

@@ -77,6 +77,11 @@ class ReferenceResult:
         epigraph rows (the Lagrangian's cost is then ``ρ ⊙ L``); the prior for the transport
         loss, which the bound below does not use (its Lagrangian's cost is
         ``Σ_l rows[l,s,x] φ[l,y]``, see ``potential``).
+      bound: a lower bound on the optimum by weak duality, from HiGHS's multipliers
+        (:func:`_dual_bound`): valid whatever their accuracy, and equal to ``value``
+        up to the solver's tolerance.
+      violation: the largest violation of an LP row by HiGHS's point (0 when every row holds;
+        in the rows' own units, before the table is clipped and renormalised).
       potential: transport objective only (else ``None``): ``[L, n_out]``, one row per law ``l``
         of ``problem.objective.transport_laws(problem)`` (``rows [L, S, X]``, ``inputs [L, X]``,
         ``shares [L]``; ``L = 1`` for ``laws = "prior"``): the multipliers ``φ[l]`` of the
@@ -100,6 +105,8 @@ class ReferenceResult:
     multipliers: np.ndarray
     delta_multipliers: np.ndarray
     row_weights: np.ndarray
+    bound: float = -np.inf
+    violation: float = 0.0
     potential: np.ndarray | None = None
 
 
@@ -113,6 +120,7 @@ class _LinearProgram(NamedTuple):
     delta_rows: np.ndarray  # [m2] flat index k * 2 + d of each Σ z ≤ δ row
     loss_rows: np.ndarray  # [m3] flat index s * n_in + x (entries: (s * n_in + x) * n_out + y)
     n_marginal: int  # the last n_marginal equality rows: transport marginal rows (0 or L · n_out)
+    upper: np.ndarray  # [n_vars] a bound every optimal point meets (the rows of z and t imply it)
 
 
 def _sides(block: Block, n_in: int):
@@ -261,14 +269,50 @@ def _build(problem: Problem, blocks: tuple[Block, ...]) -> _LinearProgram:
         eq_vals += [np.ones(n_plan), weight, a_vals[keep]]
         b_eq += [np.ones(plan_x.size), np.zeros(n_marginal)]
     b_eq_all = np.concatenate(b_eq)
+    # Bounds every optimal point meets: table and plan entries lie in [0, 1]; z[k, d, y] ≤ δ_k
+    # (Σ_y z ≤ δ_k); t at an optimum is the largest row loss or weighted entry, at most max L.
+    upper = np.ones(n_vars)
+    upper[z_cols] = delta[delta_rows[z_group] // 2]
+    if worst:
+        upper[t_col] = max(0.0, float(problem.loss.max()))
     a_eq = scipy.sparse.coo_array(
         (np.concatenate(eq_vals), (np.concatenate(eq_rows), np.concatenate(eq_cols))),
         shape=(b_eq_all.size, n_vars),
     ).tocsr()
     return _LinearProgram(
         c, a_ub, b_ub_all if a_ub is not None else None, a_eq, b_eq_all,
-        privacy_rows, delta_rows, loss_rows, n_marginal,
+        privacy_rows, delta_rows, loss_rows, n_marginal, upper,
     )
+
+
+def _dual_bound(lp: _LinearProgram, ineq_marginals, eq_marginals) -> float:
+    """A lower bound on the LP's optimum from any multipliers ``y_ub`` (clipped to ≤ 0, scipy's
+    sign) and ``φ`` of the transport marginal rows, by weak duality with the simplex rows
+    (``Σ_y A[s, x, y] = 1``, ``Σ_y B_k[x, y] = 1``) kept and every other row dualised:
+
+        ``min_v (c − A_ubᵀ y_ub − A_margᵀ φ)ᵀ v + b_ubᵀ y_ub``
+
+    over the simplex rows and ``0 ≤ v ≤ upper`` for the variables in none (``z``, ``t``; bounds
+    every optimal point meets). A linear function's minimum over a simplex is its least
+    coefficient, over a box its negative parts times the upper bounds. Valid for every
+    multiplier: HiGHS's only make it tight."""
+    n_simplex = lp.a_eq.shape[0] - lp.n_marginal
+    reduced = lp.c.copy()
+    constant = 0.0
+    if lp.a_ub is not None:
+        y_ub = np.minimum(np.asarray(ineq_marginals, dtype=np.float64), 0.0)
+        reduced -= lp.a_ub.T @ y_ub
+        constant += float(y_ub @ lp.b_ub)
+    if lp.n_marginal:  # their right-hand sides are 0
+        reduced -= lp.a_eq[n_simplex:].T @ np.asarray(eq_marginals, dtype=np.float64)[n_simplex:]
+    simplex = lp.a_eq[:n_simplex]
+    if np.any(np.diff(simplex.indptr) == 0):
+        return -np.inf  # a row with no variable: the LP is infeasible
+    mins = np.minimum.reduceat(reduced[simplex.indices], simplex.indptr[:-1])
+    free = np.ones(lp.c.size, dtype=bool)
+    free[simplex.indices] = False
+    boxes = np.minimum(reduced[free], 0.0) * lp.upper[free]
+    return float(mins.sum() + boxes.sum() + constant)
 
 
 def solve_lp(
@@ -346,9 +390,15 @@ def solve_lp(
     if lp.n_marginal:
         potential = np.asarray(res.eqlin.marginals, dtype=np.float64)[-lp.n_marginal :]
         potential = potential.reshape(-1, n_out).copy()
+    slack = [np.asarray(res.ineqlin.residual)] if lp.a_ub is not None else []
+    violation = max(0.0, float(-np.min(np.concatenate([*slack, [0.0]]))),
+                    float(np.max(np.abs(res.eqlin.residual), initial=0.0)))
     return ReferenceResult(
         table=table,
         value=float(res.fun),
+        bound=_dual_bound(lp, res.ineqlin.marginals if lp.a_ub is not None else None,
+                          res.eqlin.marginals),
+        violation=violation,
         status=str(res.message),
         seconds=time.perf_counter() - start,
         multipliers=multipliers.reshape(k_size, 2, n_out),

@@ -181,7 +181,7 @@ def run_nonlinear(opt, problem: Problem, seed: int, progress=None):
         status = Status.INFEASIBLE
     return make_result(problem, the_table(problem, rows), bound, status=status, steps=done, start=start,
                        compiled=compiled, seed=seed, options=opt,
-                       violation=divergence_violation(true_data, true_nl, kinds, rows))
+                       violation=divergence_violation(true_data, true_nl, kinds, rows), method="al")
 
 
 

@@ -3,7 +3,11 @@
 ``Optimizer(...)`` is configuration (static); calling it on a :class:`~diffpriv.Problem`
 returns an :class:`OptimizeResult`. ``optimize(problem, **options)`` does both.
 
-The default method is restarted mirror PDHG on the softmax logits (:mod:`diffpriv.solvers._pdhg`),
+The default method, ``"auto"``, runs the exact reference (HiGHS, or Clarabel for divergence and
+Wasserstein constraints: :mod:`diffpriv.solvers._exact`) where :mod:`diffpriv.solvers._methods`
+predicts it is faster than diffpriv's own solver and fits in memory, and ``"pdhg"`` otherwise.
+
+Method ``"pdhg"`` is restarted mirror PDHG on the softmax logits (:mod:`diffpriv.solvers._pdhg`),
 which solves the linear constraints (pure and approximate DistP, local and extended DP, profile
 edges) to high accuracy, and whose dual iterates certify a lower bound on the optimum, hence the
 result's own optimality gap. A problem with a constraint in another divergence (KL, χ²,
@@ -35,7 +39,9 @@ from diffpriv.solvers import (
     _x64,  # noqa: F401  (float64 before any array is made)
 )
 from diffpriv.solvers._al import solve_al
+from diffpriv.solvers._convex import ConvexSolveError
 from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, compile_seconds, make_result
+from diffpriv.solvers._exact import run_exact
 from diffpriv.solvers._linear import (
     LinearData,
     linear_data,
@@ -47,6 +53,8 @@ from diffpriv.solvers._linear import (
     the_table,
     tighten,
 )
+from diffpriv.solvers._lp import ReferenceSolveError
+from diffpriv.solvers._methods import choose
 from diffpriv.solvers._nonlinear import batch_nonlinear, run_nonlinear
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish, violation
@@ -56,9 +64,10 @@ __all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch"]
 
 @dataclasses.dataclass(frozen=True)
 class Optimizer(Options):
-    """Restarted mirror PDHG on softmax logits (``method="pdhg"``, the default), or the augmented
-    Lagrangian with Adam (``method="al"``, ``steps`` split into phases of ``period`` steps each
-    followed by a multiplier update). The settings are those of
+    """The exact reference where it is predicted faster (``method="auto"``, the default;
+    ``"exact"`` always), restarted mirror PDHG on softmax logits (``method="pdhg"``), or the
+    augmented Lagrangian with Adam (``method="al"``, ``steps`` split into phases of ``period``
+    steps each followed by a multiplier update). The settings are those of
     :class:`diffpriv.solvers._options.Options` (one declaration, which the config reads too).
 
     PDHG stops on the device once the restart iterate's relative gap to its certified lower
@@ -76,6 +85,16 @@ class Optimizer(Options):
         """
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+        method = choose(problem, self.method, warm=init is not None)
+        if method == "exact":
+            if init is not None:
+                raise ValueError("init: warm starts need method 'pdhg'")
+            try:
+                return run_exact(self, problem, seed)
+            except (ReferenceSolveError, ConvexSolveError):
+                if self.method == "exact":
+                    raise
+                method = "pdhg"  # auto: diffpriv's solver proves infeasibility or finds a table
         lean = solver_plan(problem) == "lean"
         if not problem.linear:
             if init is not None:
@@ -87,7 +106,7 @@ class Optimizer(Options):
         if lean and problem.objective.transport:
             raise SizeError("objective: this problem is too large for the transport objective, "
                             "whose plan needs the standard (float64) run")
-        if lean and self.method != "pdhg":
+        if lean and method != "pdhg":
             raise SizeError(f"optimizer.method: {self.method!r} needs more memory than this "
                             "problem leaves; use 'pdhg'")
         start, compiled = time.perf_counter(), compile_seconds()
@@ -95,7 +114,7 @@ class Optimizer(Options):
         true_data = linear_data(problem, jnp.float32 if lean else jnp.float64, compact=lean)
         # float32 iterates need a wider margin than float64 ones; the certifier repairs the rest.
         data = tighten(true_data, 1e-5, 1e-6, 1e-8) if lean else tighten(true_data)
-        if self.method == "al":
+        if method == "al":
             if init is not None:
                 raise ValueError("init: warm starts need method 'pdhg'")
             return self._run_al(problem, data, true_data, seed, start)
@@ -183,7 +202,8 @@ class Optimizer(Options):
         viol = violation(g, delta, rows)
         return make_result(problem, the_table(problem, rows), lb, status=status, steps=steps,
                            start=start, compiled=compile_seconds(), seed=seed, options=self,
-                           violation=float(viol.max()) if viol.size else 0.0)
+                           violation=float(viol.max()) if viol.size else 0.0,
+                           method="al" if self.method == "al" else "pdhg")
 
 
 def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
@@ -252,8 +272,8 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
     """
     opt = Optimizer(steps=steps, **options)
-    if opt.method != "pdhg":
-        raise ValueError("optimizer.method: solve_batch runs 'pdhg' only")
+    if opt.method not in ("auto", "pdhg"):
+        raise ValueError("optimizer.method: solve_batch runs 'pdhg' only ('auto' runs it too)")
     if not problem.linear:
         return batch_nonlinear(opt, problem, eps_scales, seed)
     base = linear_data(problem)

@@ -11,9 +11,9 @@ import dataclasses
 import math
 from typing import Any, Literal
 
-__all__ = ["Options", "METHODS"]
+from diffpriv.solvers._methods import METHODS
 
-METHODS = ("pdhg", "al")
+__all__ = ["Options", "METHODS"]
 
 
 def _f(default, doc: str, **bounds) -> Any:
@@ -24,8 +24,8 @@ def _f(default, doc: str, **bounds) -> Any:
 class Options:
     """Settings of the optimizer (see :class:`diffpriv.Optimizer`)."""
 
-    method: Literal["pdhg", "al"] = _f("pdhg", "restarted mirror PDHG, or the augmented-Lagrangian "
-                                       "baseline")
+    method: Literal["auto", "pdhg", "al", "exact"] = _f(
+        "auto", "; ".join(f"'{k}': {v}" for k, v in METHODS.items()))
     steps: int = _f(100_000, "maximum number of optimizer steps", ge=1, le=10**9)
     period: int = _f(500, "steps between restarts and stopping checks (the optimizer runs whole "
                      "periods: steps is rounded up to a multiple of it)", ge=1, le=100_000)
@@ -51,7 +51,9 @@ class Options:
     def check(self) -> None:
         """Raises ``ValueError`` naming ``optimizer.<field>`` for a value out of its bounds."""
         if self.method not in METHODS:
-            raise ValueError(f"optimizer.method: must be 'pdhg' or 'al', got {self.method!r}")
+            names = [repr(k) for k in METHODS]
+            raise ValueError(f"optimizer.method: must be {', '.join(names[:-1])} or {names[-1]}, "
+                             f"got {self.method!r}")
         if not isinstance(self.polish, bool):
             raise ValueError(f"optimizer.polish: must be true or false, got {self.polish!r}")
         for f in dataclasses.fields(self):

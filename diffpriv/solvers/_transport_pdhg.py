@@ -403,7 +403,8 @@ def run_transport(opt, problem: Problem, seed: int, true_data: LinearData, nl: D
     rows, viol = _finish(opt, td, data, true_data, nl, kinds, state.table, state.coupling)
     return make_result(problem, the_table(problem, rows), float(state.best_lb),
                        status=STATUS.get(code, Status.STEP_LIMIT), steps=done * opt.period, start=start,
-                       compiled=compiled, seed=seed, options=opt, violation=viol, plan="transport")
+                       compiled=compiled, seed=seed, options=opt, violation=viol, plan="transport",
+                       method="transport pdhg")
 
 
 def batch_transport(opt, problem: Problem, scales, seed: int, base: LinearData, nl: DivergenceData,

@@ -1,0 +1,96 @@
+"""The optimizer's methods in one table, and the choice ``method = "auto"`` makes (no JAX).
+
+:data:`METHODS` names every value of ``optimizer.method`` with its meaning; the options' check and
+the config's schema read it. ``"auto"`` runs the exact reference solver (:func:`exact_solver`:
+HiGHS for a linear problem, Clarabel through cvxpy for a convex one) where the size model
+predicts it is faster than diffpriv's own and fits in memory, and diffpriv's own solver
+otherwise, so that the default is never silently worse than the reference.
+
+The prediction is a size threshold per problem class, calibrated on both run side by side at
+the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``benchmarks/RESULTS.md``):
+
+* linear constraints: HiGHS's cost grows with its constraint matrix. Mixture blocks (DistP)
+  count ``2·Y·(Σ mixture weights)`` entries: HiGHS took 1.6 s on a 16×16 grid against PDHG's
+  18 s, and 53 s on 32×32 (4.2·10⁶ entries) against 730 s. Pair blocks (local / extended DP,
+  geo-indistinguishability) count ``4·Y·Kp``: on 4-neighbour grids HiGHS took 5.2 s on 10×10
+  against 51 s, and 107 s on 14×14 (2.9·10⁵ entries) against 263 s (PDHG at its step limit).
+  The exact solver runs while ``mixture entries / MIXTURE_ENTRIES + pair entries /
+  PAIR_ENTRIES ≤ 1``: up to about 48×48 for one DistP comparison (whose LP needs ~2.5 GB) and
+  18×18 with 4-neighbour pairs, a little beyond the largest sizes measured.
+* divergence and Wasserstein constraints: Clarabel's cost grows with the conic program's
+  variables (table entries, and ``Y²`` per Wasserstein comparison for its coupling). At the
+  default ``gap_tol`` (10⁻⁴), where the smoothed dual stalls at 3·10⁻⁴–9·10⁻⁴, Clarabel took
+  1.6 s on an 8×8 grid with KL DistP against 14 s, 2.4 s on 12×12 against 37 s and 28 s on
+  16×16 (6.6·10⁴ variables) against 99 s; it did not finish 24×24 in 14 minutes. It runs up to
+  :data:`CONVEX_VARIABLES` (about 17×17), or up to :data:`CONVEX_VARIABLES_AL` (about 20×20)
+  where diffpriv's solver would be the augmented Lagrangian (row pairs in a divergence, the
+  largest-entry objective), which stalls 1–37 % above the optimum. cvxpy is an optional
+  dependency: without it ``"auto"`` runs diffpriv's solver.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+__all__ = ["METHODS", "choose", "exact_solver"]
+
+METHODS = {
+    "auto": "the exact reference where it is predicted faster and fits in memory (HiGHS, or "
+            "Clarabel for divergence constraints when cvxpy is installed), else 'pdhg'",
+    "pdhg": "diffpriv's first-order solvers: restarted mirror PDHG (linear constraints; lifted "
+            "to couplings for Wasserstein ones), the smoothed dual with L-BFGS (divergence "
+            "DistP), else the augmented Lagrangian",
+    "al": "the augmented-Lagrangian baseline",
+    "exact": "the exact reference: HiGHS for linear constraints, Clarabel (cvxpy) otherwise",
+}
+"""Every ``optimizer.method`` and what it runs."""
+
+MIXTURE_ENTRIES = 25_000_000
+PAIR_ENTRIES = 800_000
+CONVEX_VARIABLES = 85_000
+CONVEX_VARIABLES_AL = 160_000
+
+
+def _own_solver_is_al(problem) -> bool:
+    """Whether diffpriv's solver for this nonlinear problem would be the augmented Lagrangian
+    (the smoothed dual and the lifted PDHG do not apply: :func:`._dual.applies`,
+    :func:`._transport_pdhg.applies`)."""
+    from diffpriv.problems._blocks import MixtureBlock
+
+    nonlinear = [b for b in problem.blocks() if not b.linear]
+    if all(b.divergence == "wasserstein" for b in nonlinear):
+        return any(b.linear and np.any(np.asarray(b.delta) > 0) for b in problem.blocks())
+    if problem.objective.transport or problem.objective.epigraph == "entries":
+        return True
+    return any(not isinstance(b, MixtureBlock) or b.divergence == "wasserstein" for b in nonlinear)
+
+
+def exact_solver(problem) -> str | None:
+    """``"highs"`` or ``"clarabel"`` when ``method = "auto"`` should run the exact reference on
+    ``problem`` (module docstring), else ``None``."""
+    from diffpriv.problems._objectives import LINEAR
+    from diffpriv.problems._size import _counts, estimate, memory_limit
+
+    if not isinstance(problem.objective, LINEAR) or estimate(problem, "lp") > memory_limit():
+        return None  # an objective of its own (the references take these four only), or too large
+    ny = problem.shape[2]
+    kp, _, mix_nnz = _counts(problem)
+    if problem.linear:
+        load = 2 * ny * mix_nnz / MIXTURE_ENTRIES + 4 * ny * kp / PAIR_ENTRIES
+        return "highs" if load <= 1 else None
+    if importlib.util.find_spec("cvxpy") is None:
+        return None
+    ns, nx, _ = problem.shape
+    couplings = sum(b.size for b in problem.blocks() if b.divergence == "wasserstein") * ny * ny
+    limit = CONVEX_VARIABLES_AL if _own_solver_is_al(problem) else CONVEX_VARIABLES
+    return "clarabel" if ns * nx * ny + couplings <= limit else None
+
+
+def choose(problem, method: str, *, warm: bool = False) -> str:
+    """The method that runs: ``method`` itself, or for ``"auto"`` ``"exact"`` or ``"pdhg"``
+    (always ``"pdhg"`` for a warm start, which continues a first-order run)."""
+    if method != "auto":
+        return method
+    return "exact" if not warm and exact_solver(problem) else "pdhg"

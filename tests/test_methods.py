@@ -1,0 +1,91 @@
+"""``optimizer.method``: one table of methods, and ``"auto"`` (the default) running the exact
+reference where the size model predicts it is faster, diffpriv's own solver elsewhere."""
+
+import dataclasses
+import importlib.util
+import typing
+
+import numpy as np
+import pytest
+
+import diffpriv as dp
+from diffpriv.problems._known import k_rr_problem
+from diffpriv.solvers._methods import METHODS, PAIR_ENTRIES, exact_solver
+from diffpriv.solvers._options import Options
+
+
+def _kl(n_in: int = 5, eps: float = 0.1) -> dp.Problem:
+    base = dp.problems.random_problem(0, n_in=n_in, n_out=n_in)
+    items = tuple(dp.Item(f"item{i}", np.random.default_rng(i).dirichlet(np.ones(n_in)))
+                  for i in range(2))
+    return dataclasses.replace(base, items=items, constraints=(
+        dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=eps),))
+
+
+def _geo(n: int) -> dp.Problem:
+    dom = dp.Domain.grid(n, n, 1.0)
+    return dp.Problem(dom, dom, dom.distances(dom), np.full(n * n, 1 / n**2),
+                      constraints=(dp.ExtendedDP(0.5, pairs=dp.pairs_within(dom, 1.0)),))
+
+
+def test_the_options_allow_exactly_the_methods_of_the_table():
+    assert typing.get_args(typing.get_type_hints(Options)["method"]) == tuple(METHODS)
+    assert Options().method == "auto"
+    with pytest.raises(ValueError, match=r"^optimizer.method: must be 'auto', 'pdhg', 'al' or 'exact', "
+                                         r"got 'lp'$"):
+        Options(method="lp")
+
+
+def test_auto_runs_highs_on_small_linear_problems_and_pdhg_beyond_the_threshold():
+    assert exact_solver(k_rr_problem(4, 1.0)) == "highs"
+    assert exact_solver(_geo(8)) == "highs"
+    # 4·Y·Kp pair entries: 20×20 with 4-neighbour pairs is 4·400·760 = 1.2M, above the limit.
+    assert 4 * 400 * 760 > PAIR_ENTRIES and exact_solver(_geo(20)) is None
+    result = dp.optimize(k_rr_problem(4, 1.0))
+    assert (result.method, result.plan, result.status, result.steps) == ("highs", "exact", "converged", 0)
+    ref = dp.solvers.lp(k_rr_problem(4, 1.0))
+    assert result.lower_bound == ref.bound <= ref.value + 1e-12
+    assert result.objective == pytest.approx(ref.value, abs=1e-12)
+
+
+def test_auto_keeps_diffprivs_solver_where_the_references_cannot_run(monkeypatch):
+    kl = _kl()
+    assert exact_solver(kl) == "clarabel"
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "cvxpy" else real(name, *a))
+    assert exact_solver(kl) is None  # without cvxpy
+    monkeypatch.undo()
+    monkeypatch.setenv("DIFFPRIV_MEMORY_LIMIT", "1000")
+    assert exact_solver(k_rr_problem(4, 1.0)) is None  # the LP would not fit
+    monkeypatch.delenv("DIFFPRIV_MEMORY_LIMIT")
+    # A warm start continues a first-order run.
+    first = dp.optimize(k_rr_problem(3, 1.0), method="pdhg", steps=500)
+    assert dp.optimize(k_rr_problem(3, 1.0), steps=500, init=first).method == "pdhg"
+
+
+def test_auto_on_divergence_constraints_runs_clarabel_and_its_value_is_the_bound():
+    kl = _kl()
+    result = dp.optimize(kl)
+    ref = dp.solvers.convex(kl)
+    assert (result.method, result.plan, result.status) == ("clarabel", "exact", "converged")
+    assert result.lower_bound == pytest.approx(ref.value, rel=1e-12)
+    cert = dp.certify(kl, result.table)
+    assert cert.ok and cert.loss == pytest.approx(ref.value, rel=1e-6)
+    own = dp.optimize(kl, method="pdhg", gap_tol=1e-3)
+    assert own.method == "dual" and own.lower_bound <= ref.value * (1 + 1e-7)
+
+
+def test_auto_falls_back_to_pdhg_when_the_lp_fails_and_exact_says_why():
+    """An infeasible problem (support radius 2 with distant items, as in test_optimizer): HiGHS
+    reports it; "auto" then runs PDHG, whose bound proves infeasibility; "exact" raises."""
+    from test_optimizer import _home_out_with_radius
+
+    problem, _ = _home_out_with_radius(2.0)
+    assert exact_solver(problem) == "highs"
+    result = dp.optimize(problem, steps=20_000)
+    assert result.method == "pdhg" and result.infeasible
+    with pytest.raises(dp.ReferenceSolveError, match="nfeasible"):
+        dp.optimize(problem, method="exact")
+    with pytest.raises(ValueError, match="^init: warm starts need method 'pdhg'$"):
+        dp.optimize(k_rr_problem(3, 1.0), method="exact", init=np.full((1, 3, 3), 1 / 3))
