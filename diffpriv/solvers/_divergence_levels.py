@@ -26,17 +26,17 @@ guard), so no ``inf·0`` reaches the gradient; a ``-inf`` entry gets gradient 0.
 
 Transport between output laws on a ground metric ``d`` of the outputs (Yang, Qi & Zhou 2024,
 *Wasserstein differential privacy*): :func:`wasserstein_1d` is exact on ordered points of a line
-(quantile functions); :func:`sinkhorn_wasserstein` and :func:`sinkhorn_divergence` are entropic
-(ott-jax Sinkhorn, Cuturi 2013) on any ground cost.
+(quantile functions); :func:`exact_potentials` gives the exact value on any ground metric with
+POT's network simplex on the host. (Entropic transport through ott-jax was here and was dropped:
+measured on the 32×32 grids where the exact lift does not fit, it was neither fast nor accurate
+enough to optimise with; ``benchmarks/entropic_wdp.py``.)
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import warnings
 from collections.abc import Callable
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -45,9 +45,9 @@ from jaxtyping import Array, ArrayLike, Bool, Float
 
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 
-__all__ = ["DIVERGENCES", "EntropicTransport", "c_transform", "chi2", "divergence", "exact_potentials",
+__all__ = ["DIVERGENCES", "c_transform", "chi2", "divergence", "exact_potentials",
            "hellinger", "kl", "level", "line_potentials", "log_lift", "logsumexp", "max_divergence", "renyi",
-           "reverse_kl", "sinkhorn_divergence", "sinkhorn_wasserstein", "tv", "wasserstein_1d"]
+           "reverse_kl", "tv", "wasserstein_1d"]
 
 Level = Callable[[ArrayLike, ArrayLike], Float[Array, "*batch"]]
 """A divergence level: log-laws ``[..., n]`` (two of them) to ``[...]``."""
@@ -267,101 +267,6 @@ def wasserstein_1d(p: Float[ArrayLike, "*b n"], q: Float[ArrayLike, "*b n"], poi
 
     power = jnp.vectorize(cost, signature="(n),(n)->()")(jnp.asarray(p), jnp.asarray(q))
     return _root(power, order) if root else power
-
-
-class EntropicTransport(NamedTuple):
-    """Transport level of the entropic plan ``π`` between two laws (each field ``[...]``)."""
-
-    value: jax.Array  # ⟨π, d^μ⟩^{1/μ}: tends to W_μ as ε → 0
-    cost: jax.Array  # ⟨π, d^μ⟩
-    marginal_error: jax.Array  # ‖π𝟙 − P‖₁ + ‖πᵀ𝟙 − Q‖₁ (the last Sinkhorn update makes π𝟙 = P)
-    converged: jax.Array  # bool: ott's error fell below the threshold
-
-
-def _ott():
-    """ott-jax's ``(geometry, linear, sinkhorn_divergence)`` modules, imported on first use.
-
-    Importing ott takes ~3 s, and ott 0.6 imports the unmaintained jaxopt, which warns on import.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "JAXopt is no longer maintained", DeprecationWarning)
-        from ott.geometry import geometry
-        from ott.solvers import linear
-        from ott.tools import sinkhorn_divergence
-    return geometry, linear, sinkhorn_divergence
-
-
-def _zero_safe(p: jax.Array) -> jax.Array:
-    """``p`` without gradient at its zeros: ott takes ``log p``, whose derivative is ``+∞`` there."""
-    return jnp.where(p > 0, p, jax.lax.stop_gradient(p))
-
-
-def _transport_inputs(p, q, ground, order):
-    order, d = _order(order), jnp.asarray(ground)
-    n = jnp.shape(p)[-1]
-    if d.shape != (n, n) or jnp.shape(q)[-1] != n:
-        raise ValueError(f"sinkhorn: p {jnp.shape(p)}, q {jnp.shape(q)}, ground {d.shape}, "
-                         "expected [..., n], [..., n], [n, n]")
-    return jnp.asarray(p), jnp.asarray(q), d if order == 1.0 else d**order, order
-
-
-def _check_epsilon(epsilon) -> None:
-    if isinstance(epsilon, int | float) and not epsilon > 0:  # a traced ε is the caller's to check
-        raise ValueError(f"epsilon: expected > 0, got {epsilon}")
-
-
-def sinkhorn_wasserstein(p: Float[ArrayLike, "*b n"], q: Float[ArrayLike, "*b n"],
-                         ground: Float[ArrayLike, "n n"], epsilon: float, order: float = 1.0, *,
-                         threshold: float = 1e-9, max_iterations: int = 20_000) -> EntropicTransport:
-    """Transport cost ``⟨π, d^μ⟩`` of the entropic plan between laws ``[..., n]`` (ott-jax Sinkhorn).
-
-    ``π = argmin_{π ∈ Π(P, Q)} ⟨π, C⟩ − ε H(π)`` with ``C = ground^μ`` and an *absolute* ``ε``
-    (in units of ``C``; ott's default, with no ``ε``, is ``0.05·std(C)``). Sinkhorn's last update
-    makes ``π``'s rows sum to ``P``; its columns sum to a ``Q'`` with ``‖Q' − Q‖₁ = marginal_error``
-    (at most about ``threshold``), so ``⟨π, C⟩ ≥ W_μ^μ(P, Q) − ½·marginal_error·max C``. From
-    above, ``⟨π, C⟩ − W_μ^μ ≤ ε·min(H(P), H(Q)) ≤ ε·ln n``, at the cost of ``O(1/ε)`` iterations.
-    Gradients in ``P``, ``Q`` unroll the iterations (ott's ``implicit_diff=None``): ott's implicit
-    differentiation returns NaN everywhere when a law has a zero entry; unrolled, a zero entry
-    gets gradient 0. Compiling the gradient takes seconds (ott's checkpointed backward loop).
-    """
-    p, q, cost, order = _transport_inputs(p, q, ground, order)
-    _check_epsilon(epsilon)
-    geometry, linear, _ = _ott()
-
-    def one(p: jax.Array, q: jax.Array):
-        geom = geometry.Geometry(cost_matrix=cost, epsilon=epsilon)
-        out = linear.solve(geom, _zero_safe(p), _zero_safe(q), threshold=threshold,
-                           max_iterations=max_iterations, implicit_diff=None)
-        plan = out.matrix
-        error = jnp.abs(plan.sum(1) - p).sum() + jnp.abs(plan.sum(0) - q).sum()
-        return out.primal_cost, error, out.converged
-
-    value, error, converged = jnp.vectorize(one, signature="(n),(n)->(),(),()")(p, q)
-    return EntropicTransport(_root(value, order), value, error, converged)
-
-
-def sinkhorn_divergence(p: Float[ArrayLike, "*b n"], q: Float[ArrayLike, "*b n"],
-                        ground: Float[ArrayLike, "n n"], epsilon: float, order: float = 1.0, *,
-                        threshold: float = 1e-9, max_iterations: int = 20_000) -> Float[Array, "*b"]:
-    """Debiased Sinkhorn divergence ``S_ε = OT_ε(P, Q) − ½ OT_ε(P, P) − ½ OT_ε(Q, Q)`` on ``C = ground^μ``.
-
-    ``OT_ε`` is ott's regularised cost; ``S_ε`` is ``≥ 0``, 0 at ``P = Q`` (to the threshold), tends to
-    ``W_μ^μ`` (not ``W_μ``) as ``ε → 0`` (Feydy et al. 2019, *Interpolating between optimal
-    transport and MMD using Sinkhorn divergences*). Gradients unroll the iterations, as in
-    :func:`sinkhorn_wasserstein`.
-    """
-    p, q, cost, _ = _transport_inputs(p, q, ground, order)
-    _check_epsilon(epsilon)
-    geometry, _, ott_divergence = _ott()
-    solve = {"threshold": threshold, "max_iterations": max_iterations, "implicit_diff": None}
-
-    def one(p: jax.Array, q: jax.Array) -> jax.Array:
-        value, _ = ott_divergence.sinkhorn_divergence(
-            geometry.Geometry, cost_matrix=(cost, cost, cost), epsilon=epsilon,
-            a=_zero_safe(p), b=_zero_safe(q), solve_kwargs=solve)
-        return value
-
-    return jnp.vectorize(one, signature="(n),(n)->()")(p, q)
 
 
 def c_transform(g: Float[ArrayLike, "*b n"], cost: Float[ArrayLike, "n n"],
