@@ -40,7 +40,7 @@ def problem(kind: str, n: int) -> dp.Problem:
 
 def run(kind: str, n: int, gap_tol: float | None) -> dict:
     p = problem(kind, n)
-    row = {"kind": kind, "n": n, "auto": dp.solvers.exact_solver(p) or "pdhg"}
+    row = {"kind": kind, "n": n, "auto": dp.solvers.exact_solver(p, gap_tol or 1e-4) or "pdhg"}
     options = {} if gap_tol is None else {"gap_tol": gap_tol}
     for method in ("exact", "pdhg"):
         start = time.perf_counter()

@@ -51,6 +51,8 @@ def test_auto_runs_highs_on_small_linear_problems_and_pdhg_beyond_the_threshold(
 def test_auto_keeps_diffprivs_solver_where_the_references_cannot_run(monkeypatch):
     kl = _kl()
     assert exact_solver(kl) == "clarabel"
+    # KL on 12×12 (20,736 variables): Clarabel at the default gap_tol, the smoothed dual at 1e-3.
+    assert exact_solver(_kl(144)) == "clarabel" and exact_solver(_kl(144), 1e-3) is None
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "cvxpy" else real(name, *a))

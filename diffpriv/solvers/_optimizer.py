@@ -85,7 +85,7 @@ class Optimizer(Options):
         """
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-        method = choose(problem, self.method, warm=init is not None)
+        method = choose(problem, self.method, gap_tol=self.gap_tol, warm=init is not None)
         if method == "exact":
             if init is not None:
                 raise ValueError("init: warm starts need method 'pdhg'")
