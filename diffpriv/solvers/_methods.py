@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import importlib.util
 
-import numpy as np
-
 __all__ = ["METHODS", "choose", "exact_solver"]
 
 METHODS = {
@@ -58,17 +56,14 @@ CONVEX_VARIABLES_AL = 160_000
 
 
 def _own_solver_is_al(problem) -> bool:
-    """Whether diffpriv's solver for this nonlinear problem would be the augmented Lagrangian
-    (the smoothed dual and the lifted PDHG do not apply: :func:`._dual.applies`,
-    :func:`._transport_pdhg.applies`)."""
-    from diffpriv.problems._blocks import MixtureBlock
+    """Whether diffpriv's solver for this nonlinear problem would be the augmented Lagrangian:
+    neither the lifted PDHG nor the smoothed dual applies (their own tests,
+    :func:`._transport_pdhg.applies` and :func:`._dual.applies`, on the problem's divergence
+    kinds; these modules load JAX, so only a nonlinear problem's choice does)."""
+    from diffpriv.solvers import _dual, _transport_pdhg
 
-    nonlinear = [b for b in problem.blocks() if not b.linear]
-    if all(b.divergence == "wasserstein" for b in nonlinear):
-        return any(b.linear and np.any(np.asarray(b.delta) > 0) for b in problem.blocks())
-    if problem.objective.transport or problem.objective.epigraph == "entries":
-        return True
-    return any(not isinstance(b, MixtureBlock) or b.divergence == "wasserstein" for b in nonlinear)
+    kinds = tuple(dict.fromkeys((b.divergence, b.alpha) for b in problem.blocks() if not b.linear))
+    return not (_transport_pdhg.applies(problem, kinds) or _dual.applies(problem, kinds))
 
 
 def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
