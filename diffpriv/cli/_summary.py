@@ -33,6 +33,7 @@ _METHOD_TEXT = {
     "pdhg": "pdhg: restarted mirror PDHG",
     "transport pdhg": "transport pdhg: PDHG on the table and the couplings",
     "dual": "dual: smoothed dual, L-BFGS",
+    "cuts": "cuts: column-and-cut generation (HiGHS)",
     "al": "al: augmented Lagrangian",
     "highs": "highs: the exact LP (HiGHS)",
     "clarabel": "clarabel: the exact conic program (cvxpy, Clarabel)",
@@ -99,7 +100,9 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
         rows.append(("solver status", s["status"]))
     if "method" in s:
         rows.append(("method", _METHOD_TEXT.get(s["method"], s["method"])))
-    if "steps" in s and s.get("plan") != "exact":
+    if "steps" in s and s.get("plan") == "cuts":
+        rows.append(("LP rounds", f"{s['steps']} ({s['stop']})"))
+    elif "steps" in s and s.get("plan") != "exact":
         rows.append(("steps, seed", f"{s['steps']} ({s['stop']}), seed {s['seed']}"))
     if s.get("plan") == "lean":
         rows.append(("solver plan", "lean: float32, no averages, no polishing (the standard "

@@ -182,10 +182,11 @@ def _privacy_block(
     return block[kept], kept
 
 
-def _build(problem: Problem, blocks: tuple[Block, ...]) -> _LinearProgram:
-    require_linear(problem, "LP reference")
+def _build(problem: Problem, blocks: tuple[Block, ...], mask: np.ndarray | None = None) -> _LinearProgram:
+    """The LP of ``problem``'s objective and the linear ``blocks``, over the table entries of
+    ``mask`` (default: the problem's support)."""
     n_prof, n_in, n_out = problem.shape
-    mask = problem.support_mask()
+    mask = problem.support_mask() if mask is None else mask
     s, x, y = np.nonzero(mask)
     n_table = s.size
     var = np.full(mask.shape, -1, dtype=np.int64)
@@ -285,7 +286,22 @@ def _build(problem: Problem, blocks: tuple[Block, ...]) -> _LinearProgram:
     )
 
 
-def _dual_bound(lp: _LinearProgram, ineq_marginals, eq_marginals) -> float:
+def _reduced_costs(lp: _LinearProgram, ineq_marginals, eq_marginals) -> tuple[np.ndarray, float]:
+    """``(c − A_ubᵀ y_ub − A_margᵀ φ, b_ubᵀ y_ub)``: the Lagrangian's cost per variable and its
+    constant, every row but the simplex rows dualised (``y_ub`` clipped to ≤ 0, scipy's sign)."""
+    reduced = lp.c.copy()
+    constant = 0.0
+    if lp.a_ub is not None:
+        y_ub = np.minimum(np.asarray(ineq_marginals, dtype=np.float64), 0.0)
+        reduced -= lp.a_ub.T @ y_ub
+        constant += float(y_ub @ lp.b_ub)
+    if lp.n_marginal:  # their right-hand sides are 0
+        n_simplex = lp.a_eq.shape[0] - lp.n_marginal
+        reduced -= lp.a_eq[n_simplex:].T @ np.asarray(eq_marginals, dtype=np.float64)[n_simplex:]
+    return reduced, constant
+
+
+def _dual_bound(lp: _LinearProgram, ineq_marginals, eq_marginals, shift=None) -> float:
     """A lower bound on the LP's optimum from any multipliers ``y_ub`` (clipped to ≤ 0, scipy's
     sign) and ``φ`` of the transport marginal rows, by weak duality with the simplex rows
     (``Σ_y A[s, x, y] = 1``, ``Σ_y B_k[x, y] = 1``) kept and every other row dualised:
@@ -295,16 +311,12 @@ def _dual_bound(lp: _LinearProgram, ineq_marginals, eq_marginals) -> float:
     over the simplex rows and ``0 ≤ v ≤ upper`` for the variables in none (``z``, ``t``; bounds
     every optimal point meets). A linear function's minimum over a simplex is its least
     coefficient, over a box its negative parts times the upper bounds. Valid for every
-    multiplier: HiGHS's only make it tight."""
+    multiplier: HiGHS's only make it tight. ``shift`` (optional, one entry per table variable) is
+    added to the table's reduced costs: the linearised terms of constraints outside the LP."""
     n_simplex = lp.a_eq.shape[0] - lp.n_marginal
-    reduced = lp.c.copy()
-    constant = 0.0
-    if lp.a_ub is not None:
-        y_ub = np.minimum(np.asarray(ineq_marginals, dtype=np.float64), 0.0)
-        reduced -= lp.a_ub.T @ y_ub
-        constant += float(y_ub @ lp.b_ub)
-    if lp.n_marginal:  # their right-hand sides are 0
-        reduced -= lp.a_eq[n_simplex:].T @ np.asarray(eq_marginals, dtype=np.float64)[n_simplex:]
+    reduced, constant = _reduced_costs(lp, ineq_marginals, eq_marginals)
+    if shift is not None:
+        reduced[: shift.size] += shift
     simplex = lp.a_eq[:n_simplex]
     if np.any(np.diff(simplex.indptr) == 0):
         return -np.inf  # a row with no variable: the LP is infeasible
@@ -346,6 +358,7 @@ def solve_lp(
       >>> round(solve_lp(k_rr_problem(2, 0.0)).value, 6)
       0.5
     """
+    require_linear(problem, "LP reference")
     admit(problem, "lp")
     start = time.perf_counter()
     blocks = problem.blocks()

@@ -35,14 +35,18 @@ from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["METHODS", "choose", "exact_solver"]
+__all__ = ["METHODS", "choose", "cuts_apply", "exact_solver"]
 
 METHODS = {
-    "auto": "the exact reference where it is predicted faster and fits in memory (HiGHS, or "
-            "Clarabel for divergence constraints when cvxpy is installed), else 'pdhg'",
+    "auto": "'cuts' for f-divergence constraints; else the exact reference where it is predicted "
+            "faster and fits in memory (HiGHS, or Clarabel for Wasserstein constraints when cvxpy "
+            "is installed), else 'pdhg'",
     "pdhg": "diffpriv's first-order solvers: restarted mirror PDHG (linear constraints; lifted "
             "to couplings for Wasserstein ones), the smoothed dual with L-BFGS (divergence "
             "DistP), else the augmented Lagrangian",
+    "cuts": "column-and-cut generation for f-divergence constraints (KL, chi2, Hellinger, Renyi, TV): "
+            "linear programs on a working support with tangent cuts of each divergence, solved by "
+            "HiGHS, and a bound on the whole problem from their multipliers",
     "al": "the augmented-Lagrangian baseline",
     "exact": "the exact reference: HiGHS for linear constraints, Clarabel (cvxpy) otherwise",
 }
@@ -90,9 +94,25 @@ def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
     return "clarabel" if ns * nx * ny + couplings <= limit else None
 
 
+def cuts_apply(problem) -> bool:
+    """Whether column-and-cut generation runs ``problem`` (:func:`._cuts.applies`: f-divergence
+    constraints, no transport objective); loads JAX only for a nonlinear problem."""
+    if problem.linear:
+        return False
+    from diffpriv.solvers import _cuts
+
+    kinds = tuple(dict.fromkeys((b.divergence, b.alpha) for b in problem.blocks() if not b.linear))
+    return _cuts.applies(problem, kinds)
+
+
 def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> str:
-    """The method that runs: ``method`` itself, or for ``"auto"`` ``"exact"`` or ``"pdhg"``
-    (always ``"pdhg"`` for a warm start, which continues a first-order run)."""
+    """The method that runs: ``method`` itself, or for ``"auto"`` ``"cuts"`` (f-divergence
+    constraints), ``"exact"`` or ``"pdhg"`` (always ``"pdhg"`` for a warm start, which continues
+    a first-order run)."""
     if method != "auto":
         return method
-    return "exact" if not warm and exact_solver(problem, gap_tol) else "pdhg"
+    if warm:
+        return "pdhg"
+    if cuts_apply(problem):
+        return "cuts"
+    return "exact" if exact_solver(problem, gap_tol) else "pdhg"

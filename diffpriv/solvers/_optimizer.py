@@ -40,6 +40,7 @@ from diffpriv.solvers import (
 )
 from diffpriv.solvers._al import solve_al
 from diffpriv.solvers._convex import ConvexSolveError
+from diffpriv.solvers._cuts import run_cuts
 from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, compile_seconds, make_result
 from diffpriv.solvers._exact import run_exact
 from diffpriv.solvers._linear import (
@@ -54,7 +55,7 @@ from diffpriv.solvers._linear import (
     tighten,
 )
 from diffpriv.solvers._lp import ReferenceSolveError
-from diffpriv.solvers._methods import choose
+from diffpriv.solvers._methods import choose, cuts_apply
 from diffpriv.solvers._nonlinear import batch_nonlinear, run_nonlinear
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish, violation
@@ -95,6 +96,14 @@ class Optimizer(Options):
                 if self.method == "exact":
                     raise
                 method = "pdhg"  # auto: diffpriv's solver proves infeasibility or finds a table
+        if method == "cuts":
+            if init is not None:
+                raise ValueError("init: warm starts need method 'pdhg'")
+            if not cuts_apply(problem):
+                raise ValueError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
+                                 "reverse KL, chi2, Hellinger, Renyi, TV) and an objective other "
+                                 "than the transport loss")
+            return run_cuts(self, problem, seed, progress)
         lean = solver_plan(problem) == "lean"
         if not problem.linear:
             if init is not None:

@@ -1,0 +1,519 @@
+"""f-divergence constraints by column-and-cut generation: small linear programs solved by HiGHS,
+a bound on the whole problem from their multipliers.
+
+**Cuts.** Every f-divergence budget here is ``Σ_y Q_y f(P_y / Q_y) ≤ b`` of two lifted laws
+``P = wP·A``, ``Q = wQ·A`` (KL, χ², Hellinger, Rényi and total variation through
+:func:`._dual.family` and :func:`._dual.f_budget`). Each term ``Q f(P/Q)`` is jointly convex and
+positively homogeneous, so it is the supremum of its tangent planes
+``a·P + c·Q`` with ``(a, c) = (f'(s), f(s) − s f'(s))`` at ratios ``s > 0``. With an epigraph
+variable ``t_y`` per output, the rows ``a_j P_y + c_j Q_y − t_y ≤ 0`` (a few tangents ``j``)
+and ``Σ_y t_y ≤ b`` are a linear outer approximation; the solution's laws tell where it is too
+loose, and a tangent there is added (Kelley's cutting planes, one output at a time). Total
+variation, ``Σ max(0, P − Q)``, is two tangents exactly.
+
+**Columns.** Optimal tables are sparse (an LP-like objective puts each row's mass on few outputs),
+so the LP holds only the entries of a working support: at first each row's least-loss output and
+the best output for every row (a table sending every row there has equal laws, so meets every
+budget). Entries whose reduced cost at the LP's multipliers lies below their row's are added.
+
+**The bound.** The LP's multipliers give, per budget, ``λ`` (the budget row's) and
+``p_y = Σ_j μ_j a_j`` (its tangents'), so ``(p, q = −λ f*(p/λ))`` lies on the conjugate's curve,
+where ``λ Q f(P/Q) ≥ p·P + q·Q`` for every table (Fenchel–Young). The Lagrangian of the whole
+problem (every entry, every linear row at the LP's multipliers, the simplex rows kept) is then
+a lower bound of the optimum at the true budgets whatever the multipliers
+(:func:`._lp._dual_bound`): when no column prices out and the tangents are tight, it meets the
+LP's value. The LP is solved at budgets tightened by ``gap_tol / 4`` relative, so its table meets
+the real ones once the tangents are close; the certifier's mixing repairs what is left.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import NamedTuple
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse
+
+from diffpriv.problems._problem import Problem
+from diffpriv.solvers._driver import Status, compile_seconds, make_result, relative_gap
+
+__all__ = ["applies", "run_cuts"]
+
+START_RATIOS = np.exp(np.linspace(-3.0, 3.0, 7))
+"""The tangent ratios ``s = P/Q`` every output starts with."""
+
+LARGEST_COEFFICIENT = 1e6
+"""Tangents are taken at ratios ``s = P/Q`` clipped to where their coefficients stay within this
+(an output where one law is 0 has ratio 0 or ∞; steeper rows left HiGHS's multipliers inexact)."""
+
+
+def _ratio_range(fam) -> tuple[float, float]:
+    """The ratios whose tangent coefficients ``|a|, |c|`` stay within :data:`LARGEST_COEFFICIENT`."""
+    name, alpha = fam
+    if name == "kl":
+        return 1e-12, LARGEST_COEFFICIENT
+    if name == "tv":
+        return 0.0, 2.0
+    if alpha > 1:
+        return 1e-12, LARGEST_COEFFICIENT ** (1.0 / alpha)
+    return LARGEST_COEFFICIENT ** (-1.0 / (1.0 - alpha)), LARGEST_COEFFICIENT
+
+COLUMNS_PER_ROW = 4
+"""At most this many entries of one row join the support per round (the least reduced costs)."""
+
+MAX_ROUNDS = 500
+
+_TOLERANCE = 1e-9  # HiGHS's primal and dual feasibility tolerances
+
+
+class Terms(NamedTuple):
+    """The bounded directions of the f-divergence comparisons, one per row of ``wp``."""
+
+    wp: np.ndarray  # [T, R] weights of P over the table's rows
+    wq: np.ndarray  # [T, R] weights of Q
+    family: np.ndarray  # [T] index into ``families``
+    budget: np.ndarray  # [T] the f-budget the LP is solved for (tightened)
+    true_budget: np.ndarray  # [T] the real f-budget (the bound)
+    families: tuple  # of _dual.Family
+
+
+def applies(problem: Problem, kinds) -> bool:
+    """Whether column-and-cut generation runs ``problem`` (divergence groups ``kinds``): every
+    nonlinear block is an f-divergence the dual form covers (KL, reverse KL, χ², Hellinger, Rényi,
+    TV: divergence DistP, divergence DP, extended DistP), and the objective is not the transport
+    loss."""
+    from diffpriv.solvers._dual import family
+
+    if problem.objective.transport:
+        return False
+    try:
+        for name, alpha in kinds:
+            family(name, alpha)
+    except ValueError:
+        return False
+    return True
+
+
+def _terms(problem: Problem, tighten_rel: float) -> Terms:
+    from diffpriv.solvers._divergence import divergence_data
+    from diffpriv.solvers._dual import f_budget, family
+
+    nl, kinds = divergence_data(problem)
+    wps, wqs, fams, budgets, trues, families = [], [], [], [], [], []
+    for kind, wa, wb, eps, both in zip(kinds, nl.wa, nl.wb, nl.eps, nl.both, strict=True):
+        fam, swap = family(*kind)
+        wa, wb, eps, both = (np.asarray(v, np.float64) for v in (wa, wb, eps, both))
+        if swap:
+            wa, wb = wb, wa
+        if fam[0] == "tv":  # Σ max(0, P − Q) ≤ ε: one direction says it all (both laws sum to 1)
+            b_true, on, b = eps, np.ones(eps.shape, bool), eps * (1.0 - tighten_rel)
+            both = np.zeros(eps.shape, bool)
+        else:
+            b_true, on = f_budget(*kind, eps)
+            b, _ = f_budget(*kind, eps * (1.0 - tighten_rel))
+        families.append(fam)
+        for d, keep in ((0, on), (1, on & both.astype(bool))):
+            idx = np.flatnonzero(keep)
+            p, q = (wa, wb) if d == 0 else (wb, wa)
+            wps.append(p[idx])
+            wqs.append(q[idx])
+            fams.append(np.full(idx.size, len(families) - 1))
+            budgets.append(np.asarray(b)[idx])
+            trues.append(np.asarray(b_true)[idx])
+    n_rows = problem.shape[0] * problem.shape[1]
+
+    def cat(xs, shape):
+        return np.concatenate(xs) if xs else np.zeros(shape)
+
+    return Terms(cat(wps, (0, n_rows)), cat(wqs, (0, n_rows)), cat(fams, 0).astype(np.int64),
+                 cat(budgets, 0), cat(trues, 0), tuple(families))
+
+
+def _f(fam, s):
+    """``f(s)`` of a family (``s ≥ 0``)."""
+    name, alpha = fam
+    if name == "kl":
+        return s * np.log(np.where(s > 0, s, 1.0))
+    if name == "tv":
+        return np.maximum(s - 1.0, 0.0)
+    return s**alpha if alpha > 1 else -(s**alpha)
+
+
+def _tangent(fam, s):
+    """``(a, c) = (f'(s), f(s) − s f'(s))``: the tangent plane of ``Q f(P/Q)`` at ratio ``s``."""
+    name, alpha = fam
+    if name == "kl":
+        return np.log(s) + 1.0, -s
+    if name == "tv":  # f = max(0, s − 1): the two pieces
+        return (s > 1).astype(np.float64), -(s > 1).astype(np.float64)
+    if alpha > 1:
+        return alpha * s ** (alpha - 1.0), (1.0 - alpha) * s**alpha
+    return -alpha * s ** (alpha - 1.0), (alpha - 1.0) * s**alpha
+
+
+def _conjugate_q(fam, p, lam):
+    """``q = −λ f*(p/λ)`` (the largest ``q`` with ``λ Q f(P/Q) ≥ pP + qQ`` for all laws), with
+    ``p`` first moved into ``f*``'s domain; ``(p, q)`` returned. ``λ = 0`` gives ``(0, 0)``."""
+    name, alpha = fam
+    lam = np.broadcast_to(lam, p.shape)
+    pos = lam > 0
+    lam_safe = np.where(pos, lam, 1.0)
+    s = p / lam_safe
+    if name == "kl":  # f*(s) = e^{s − 1}
+        q = -lam * np.exp(np.minimum(s - 1.0, 700.0))
+    elif name == "tv":  # f*(s) = s on [0, 1]
+        s = np.clip(s, 0.0, 1.0)
+        p, q = lam * s, -lam * s
+    elif alpha > 1:  # f*(s) = (α − 1)(s⁺/α)^{α/(α−1)}
+        s = np.maximum(s, 0.0)
+        p, q = lam * s, -lam * (alpha - 1.0) * (s / alpha) ** (alpha / (alpha - 1.0))
+    else:  # f = −t^α: f*(s) = (1 − α)(α/(−s))^{α/(1−α)} for s < 0
+        s = np.minimum(s, -1e-300)
+        p, q = lam * s, -lam * (1.0 - alpha) * (alpha / -s) ** (alpha / (1.0 - alpha))
+    return np.where(pos, p, 0.0), np.where(pos, q, 0.0)
+
+
+class _Cuts:
+    """The tangent rows, as arrays: term, output, ``a``, ``c``."""
+
+    def __init__(self):
+        self.term = np.zeros(0, np.int64)
+        self.out = np.zeros(0, np.int64)
+        self.a = np.zeros(0)
+        self.c = np.zeros(0)
+
+    def add(self, terms: Terms, term, out, ratio) -> int:
+        a, c = np.zeros(term.size), np.zeros(term.size)
+        for i, fam in enumerate(terms.families):
+            on = terms.family[term] == i
+            a[on], c[on] = _tangent(fam, np.clip(ratio[on], *_ratio_range(fam)))
+        self.term, self.out = np.concatenate([self.term, term]), np.concatenate([self.out, out])
+        self.a, self.c = np.concatenate([self.a, a]), np.concatenate([self.c, c])
+        return term.size
+
+    def new(self, terms: Terms, term, out, ratio) -> np.ndarray:
+        """Which of these tangents (after clipping) are not among the rows already."""
+        probe = _Cuts()
+        probe.add(terms, term, out, ratio)
+        old = set(zip(self.term.tolist(), self.out.tolist(), self.a.tolist(), self.c.tolist(), strict=True))
+        return np.array([k not in old for k in zip(probe.term.tolist(), probe.out.tolist(), probe.a.tolist(),
+                                                   probe.c.tolist(), strict=True)], bool)
+
+    def extend(self, other: _Cuts) -> None:
+        self.term, self.out = np.concatenate([self.term, other.term]), np.concatenate([self.out, other.out])
+        self.a, self.c = np.concatenate([self.a, other.a]), np.concatenate([self.c, other.c])
+
+
+def _start_support(problem: Problem) -> np.ndarray:
+    """Each row's least-loss allowed output, and the output of least expected loss over every
+    row that allows it (``[S, X, Y]`` mask)."""
+    mask = problem.support_mask()
+    loss = np.where(mask, problem.loss[None], np.inf)
+    support = np.zeros_like(mask)
+    s, x = np.indices(mask.shape[:2])
+    support[s, x, np.argmin(loss, axis=2)] = True
+    weight = problem.prior + 1e-12
+    common = np.einsum("sx,sxy->y", weight, np.where(mask, problem.loss[None], 0.0))
+    allowed = mask.all(axis=(0, 1))
+    if allowed.any():
+        support[:, :, int(np.argmin(np.where(allowed, common, np.inf)))] = True
+    return support & mask
+
+
+def _laws(terms: Terms, table_rows: np.ndarray):
+    """``(P, Q)`` ``[T, Y]`` of every term at a table ``[R, Y]``."""
+    return terms.wp @ table_rows, terms.wq @ table_rows
+
+
+def _term_values(terms: Terms, p, q):
+    """``[T, Y]`` of ``Q f(P/Q)`` (``+inf`` where ``P > 0 = Q`` for an unbounded f)."""
+    out = np.zeros(p.shape)
+    for i, fam in enumerate(terms.families):
+        on = terms.family == i
+        pp, qq = p[on], q[on]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = qq * _f(fam, np.where(qq > 0, pp / np.where(qq > 0, qq, 1.0), 1.0))
+        if fam[0] == "tv":
+            v = np.maximum(pp - qq, 0.0)
+        elif fam[0] == "kl" or fam[1] > 1:
+            v = np.where((qq <= 0) & (pp > 0), np.inf, np.where(qq > 0, v, 0.0))
+        else:  # −P^α Q^{1−α}: 0 where either law is 0
+            v = np.where(qq > 0, v, 0.0)
+        out[on] = v
+    return out
+
+
+class _Model:
+    """The outer-approximation LP on the working support, held by HiGHS between rounds: rows and
+    columns are added, and each solve starts from the last basis.
+
+    Rows: the full linear LP's (``full``: its equalities, then its inequalities, every one of
+    them even where no column of the support enters yet), one per budget (``Σ_y t ≤ b``), then
+    the tangents in the order added. Columns: the ``t[term, y]`` (free), the full LP's variables
+    other than the table's (``z``, the epigraph ``t``), then the support's table entries in the
+    order they joined (:attr:`entries`, indices into the full LP's table columns)."""
+
+    def __init__(self, problem: Problem, full, terms: Terms):
+        import highspy
+
+        self.h = h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("primal_feasibility_tolerance", _TOLERANCE)
+        h.setOptionValue("dual_feasibility_tolerance", _TOLERANCE)
+        self.inf = highspy.kHighsInf
+        self.terms, self.full = terms, full
+        self.n_out = problem.shape[2]
+        mask = problem.support_mask()
+        self.entry_row, self.entry_out = np.nonzero(mask.reshape(-1, self.n_out))
+        self.n_table = self.entry_row.size
+        n_eq = full.a_eq.shape[0]
+        n_ub = 0 if full.a_ub is None else full.a_ub.shape[0]
+        self.n_lin = n_eq + n_ub
+        parts = [full.a_eq] + ([] if full.a_ub is None else [full.a_ub])
+        self.columns = scipy.sparse.vstack(parts).tocsc()
+        self.columns.sort_indices()
+        lower = np.concatenate([full.b_eq, np.full(n_ub, -self.inf)])
+        upper = np.concatenate([full.b_eq, [] if full.a_ub is None else full.b_ub])
+        n_terms = terms.wp.shape[0]
+        self._add_rows(np.concatenate([lower, np.full(n_terms, -self.inf)]),
+                       np.concatenate([upper, terms.budget]), scipy.sparse.csr_array((self.n_lin + n_terms, 0)))
+        self.n_t = n_terms * self.n_out
+        cols = np.arange(self.n_t)
+        budget = scipy.sparse.csc_array((np.ones(self.n_t), (self.n_lin + cols // self.n_out, cols)),
+                                        shape=(self.n_lin + n_terms, self.n_t))
+        self._add_cols(np.zeros(self.n_t), np.full(self.n_t, -self.inf), np.full(self.n_t, self.inf), budget)
+        extra = np.arange(self.n_table, full.c.size)
+        self._add_cols(full.c[extra], np.zeros(extra.size), np.full(extra.size, self.inf),
+                       self._pad(self.columns[:, extra]))
+        self.n_fixed = self.n_t + extra.size
+        self.entries = np.zeros(0, np.int64)
+        self.cuts = _Cuts()
+        self.in_support = np.zeros(self.n_table, bool)
+
+    def _pad(self, block):
+        """``block`` (rows of the full LP) with zero rows below for the budget and tangent rows."""
+        n_rows = self.h.getNumRow()
+        zeros = scipy.sparse.csc_array((n_rows - block.shape[0], block.shape[1]))
+        return scipy.sparse.vstack([block, zeros]).tocsc()
+
+    def _add_rows(self, lower, upper, block):
+        block = scipy.sparse.csr_array(block)
+        starts = block.indptr[:-1].astype(np.int32)
+        self._check(self.h.addRows(lower.size, lower, upper, block.nnz, starts,
+                                   block.indices.astype(np.int32), block.data.astype(np.float64)))
+
+    def _add_cols(self, cost, lower, upper, block):
+        block = scipy.sparse.csc_array(block)
+        starts = block.indptr[:-1].astype(np.int32)
+        self._check(self.h.addCols(cost.size, cost, lower, upper, block.nnz, starts,
+                                   block.indices.astype(np.int32), block.data.astype(np.float64)))
+
+    @staticmethod
+    def _check(status) -> None:
+        import highspy
+
+        if status == highspy.HighsStatus.kError:
+            raise RuntimeError("optimizer: HiGHS refused a change to the cut model")
+
+    def _tangent_values(self, cut_term, cut_out, cut_a, cut_c, entries):
+        """``(cut, position, value)`` of every tangent row's coefficient on every table entry of
+        its output among ``entries`` (``position`` in ``entries``)."""
+        out = self.entry_out[entries]
+        order = np.argsort(out, kind="stable")
+        starts = np.searchsorted(out[order], np.arange(self.n_out + 1))
+        counts = np.diff(starts)[cut_out]
+        cut = np.repeat(np.arange(cut_out.size), counts)
+        offset = np.repeat(np.cumsum(counts) - counts, counts)
+        pos = order[np.repeat(starts[cut_out], counts) + np.arange(cut.size) - offset]
+        r, term = self.entry_row[entries[pos]], cut_term[cut]
+        value = cut_a[cut] * self.terms.wp[term, r] + cut_c[cut] * self.terms.wq[term, r]
+        keep = value != 0
+        return cut[keep], pos[keep], value[keep]
+
+    def add_entries(self, new: np.ndarray) -> int:
+        """The full LP's table columns ``new`` join the support; returns how many were new."""
+        new = np.unique(new[~self.in_support[new]])
+        if not new.size:
+            return 0
+        self.in_support[new] = True
+        lin = self._pad(self.columns[:, new])
+        c = self.cuts
+        cut, pos, value = self._tangent_values(c.term, c.out, c.a, c.c, new)
+        first = self.h.getNumRow() - c.term.size
+        tangent = scipy.sparse.csc_array((value, (first + cut, pos)), shape=lin.shape)
+        self._add_cols(self.full.c[new], np.zeros(new.size), np.full(new.size, self.inf), lin + tangent)
+        self.entries = np.concatenate([self.entries, new])
+        return new.size
+
+    def add_cuts(self, term, out, ratio) -> int:
+        """Tangents of ``term`` at output ``out`` at the ratios ``P/Q`` given; returns how many."""
+        new = _Cuts()
+        new.add(self.terms, term, out, ratio)
+        cut, pos, value = self._tangent_values(new.term, new.out, new.a, new.c, self.entries)
+        rows = scipy.sparse.csr_array(
+            (np.concatenate([value, -np.ones(term.size)]),
+             (np.concatenate([cut, np.arange(term.size)]),
+              np.concatenate([self.n_fixed + pos, new.term * self.n_out + new.out]))),
+            shape=(term.size, self.h.getNumCol()))
+        self._add_rows(np.full(term.size, -self.inf), np.zeros(term.size), rows)
+        self.cuts.extend(new)
+        return term.size
+
+    def solve(self, problem: Problem) -> _Round | None:
+        """The LP's optimum (``None`` when HiGHS finds none)."""
+        import highspy
+
+        self.h.run()
+        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        sol = self.h.getSolution()
+        x, dual = np.asarray(sol.col_value), np.asarray(sol.row_dual)
+        table = np.zeros(self.n_table)
+        table[self.entries] = np.clip(x[self.n_fixed:], 0.0, None)
+        mask = problem.support_mask()
+        full_table = np.zeros(mask.shape)
+        full_table[mask] = table
+        full_table /= full_table.sum(axis=-1, keepdims=True)
+        n_terms = self.terms.wp.shape[0]
+        n_eq = self.full.a_eq.shape[0]
+        return _Round(full_table, float(self.h.getInfo().objective_function_value),
+                      x[:self.n_t].reshape(n_terms, self.n_out),
+                      dual[n_eq:self.n_lin] if self.full.a_ub is not None else None,
+                      np.maximum(-dual[self.n_lin:self.n_lin + n_terms], 0.0),
+                      np.maximum(-dual[self.n_lin + n_terms:], 0.0))
+
+
+@dataclasses.dataclass
+class _Round:
+    """One LP solution: the table, the LP's value, the ``t``, and the multipliers of the full
+    LP's inequalities (scipy's sign), the budgets (``λ ≥ 0``) and the tangents (``μ ≥ 0``)."""
+
+    table: np.ndarray  # [S, X, Y]
+    value: float
+    t: np.ndarray  # [T, Y]
+    ineq: np.ndarray | None
+    lam: np.ndarray  # [T]
+    mu: np.ndarray  # [n_cuts]
+
+
+def _bound(problem, full, terms: Terms, cuts: _Cuts, rnd: _Round):
+    """``(bound, reduced [S·X, Y])``: the Lagrangian bound of the whole problem at ``rnd``'s
+    multipliers (module docstring), and every entry's reduced cost."""
+    from diffpriv.solvers._lp import _dual_bound, _reduced_costs
+
+    n_prof, n_in, n_out = problem.shape
+    n_terms = terms.wp.shape[0]
+    p = np.zeros((n_terms, n_out))
+    np.add.at(p, (cuts.term, cuts.out), rnd.mu * cuts.a)
+    q = np.zeros_like(p)
+    for i, fam in enumerate(terms.families):
+        on = terms.family == i
+        p[on], q[on] = _conjugate_q(fam, p[on], rnd.lam[on, None])
+    mask = problem.support_mask()
+    shift = (terms.wp.T @ p + terms.wq.T @ q).reshape(mask.shape)[mask]
+    bound = _dual_bound(full, rnd.ineq, None, shift=shift) - float(rnd.lam @ terms.true_budget)
+    reduced, _ = _reduced_costs(full, rnd.ineq, None)
+    entries = np.full(mask.shape, np.inf)
+    entries[mask] = reduced[: shift.size] + shift
+    return bound, entries.reshape(n_prof * n_in, n_out)
+
+
+def run_cuts(opt, problem: Problem, seed: int, progress=None):
+    """Optimizes ``problem`` (:func:`applies`) by column-and-cut generation under ``opt``'s
+    ``gap_tol`` and ``steps`` (the most LP rounds: ``min(steps, 500)``); returns its
+    ``OptimizeResult`` (module docstring). The seed takes no part; it is recorded."""
+    from diffpriv.certification._repair import repair
+    from diffpriv.solvers._linear import smallest_objective
+    from diffpriv.solvers._lp import _build
+
+    start, compiled = time.perf_counter(), compile_seconds()
+    blocks = tuple(b for b in problem.blocks() if b.linear)
+    terms = _terms(problem, min(max(opt.gap_tol / 4.0, 1e-9), 1e-2))
+    n_out = problem.shape[2]
+    full = _build(problem, blocks)
+    model = _Model(problem, full, terms)
+    mask = problem.support_mask()
+    model.add_entries(np.flatnonzero(_start_support(problem)[mask]))
+    n_terms = terms.wp.shape[0]
+    model.add_cuts(np.repeat(np.arange(n_terms), n_out * START_RATIOS.size),
+                   np.tile(np.repeat(np.arange(n_out), START_RATIOS.size), n_terms),
+                   np.tile(START_RATIOS, n_terms * n_out))
+    bound, best = smallest_objective(problem), None
+    status, rounds = Status.STEP_LIMIT, 0
+    limit = min(opt.steps, MAX_ROUNDS)
+    column_of = np.full(mask.size, -1)
+    column_of[np.flatnonzero(mask)] = np.arange(model.n_table)
+    while rounds < limit:
+        rounds += 1
+        rnd = model.solve(problem)
+        if rnd is None:  # the working support admits no table: every column
+            if model.in_support.all():
+                status = Status.INFEASIBLE
+                break
+            model.add_entries(np.arange(model.n_table))
+            continue
+        lb, reduced = _bound(problem, full, terms, model.cuts, rnd)
+        bound = max(bound, lb)
+        if relative_gap(rnd.value, bound) <= opt.gap_tol:  # the repaired table can be close enough
+            fixed = repair(problem, rnd.table).table
+            loss = problem.objective_value(fixed)
+            if best is None or loss < best[0]:
+                best = (loss, fixed)
+        gap = relative_gap(best[0], bound) if best is not None else relative_gap(rnd.value, bound)
+        if progress is not None:
+            progress(rounds, limit, gap)
+        if best is not None and gap <= opt.gap_tol:
+            status = Status.CONVERGED
+            break
+        support = np.zeros(mask.size, bool)
+        support[np.flatnonzero(mask)[model.entries]] = True
+        added = _add_cuts(model, rnd) + model.add_entries(
+            column_of[_new_columns(support.reshape(-1, n_out), reduced)])
+        if not added:
+            status = Status.STALLED
+            break
+    if best is None:
+        if rnd is None:
+            raise ValueError("optimizer: no table meets the constraints (column-and-cut generation)")
+        fixed = repair(problem, rnd.table).table
+        best = (problem.objective_value(fixed), fixed)
+    return make_result(problem, best[1], bound, status=status, steps=rounds, start=start, compiled=compiled,
+                       seed=seed, options=opt, plan="cuts", method="cuts")
+
+
+def _add_cuts(model: _Model, rnd: _Round) -> int:
+    """Tangents at the laws of ``rnd``'s table, for every output whose term its ``t`` undershoots,
+    in every term whose budget the table exceeds."""
+    terms = model.terms
+    rows = rnd.table.reshape(-1, rnd.table.shape[-1])
+    p, q = _laws(terms, rows)
+    values = _term_values(terms, p, q)
+    over = values.sum(axis=1) > terms.budget + 1e-12 * np.maximum(np.abs(terms.budget), 1.0)
+    under = (values - rnd.t > 1e-12) & over[:, None] & ((p > 0) | (q > 0))
+    term, out = np.nonzero(under)
+    if not term.size:
+        return 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = p[term, out] / q[term, out]
+    ratio = np.where(np.isfinite(ratio), ratio, np.inf)
+    new = model.cuts.new(terms, term, out, ratio)
+    return model.add_cuts(term[new], out[new], ratio[new])
+
+
+def _new_columns(support_rows: np.ndarray, reduced: np.ndarray) -> np.ndarray:
+    """Flat indices (``row · Y + y``) of up to :data:`COLUMNS_PER_ROW` entries per row whose
+    reduced cost lies below the row's least one on the support."""
+    inside = np.where(support_rows, reduced, np.inf).min(axis=1, keepdims=True)
+    scale = np.maximum(np.abs(inside), 1.0)
+    cand = (~support_rows) & np.isfinite(reduced) & (reduced < inside - 1e-9 * scale)
+    if not cand.any():
+        return np.zeros(0, np.int64)
+    score = np.where(cand, reduced, np.inf)
+    k = min(COLUMNS_PER_ROW, score.shape[1])
+    best = np.argpartition(score, k - 1, axis=1)[:, :k]
+    r = np.repeat(np.arange(score.shape[0]), k)
+    pick = best.reshape(-1)
+    ok = np.isfinite(score[r, pick])
+    return r[ok] * score.shape[1] + pick[ok]
