@@ -277,8 +277,9 @@ class _Model:
         lower = np.concatenate([full.b_eq, np.full(n_ub, -self.inf)])
         upper = np.concatenate([full.b_eq, [] if full.a_ub is None else full.b_ub])
         n_terms = terms.wp.shape[0]
+        empty = scipy.sparse.csr_array((self.n_lin + n_terms, 0))
         self._add_rows(np.concatenate([lower, np.full(n_terms, -self.inf)]),
-                       np.concatenate([upper, terms.budget]), scipy.sparse.csr_array((self.n_lin + n_terms, 0)))
+                       np.concatenate([upper, terms.budget]), empty)
         self.n_t = n_terms * self.n_out
         cols = np.arange(self.n_t)
         budget = scipy.sparse.csc_array((np.ones(self.n_t), (self.n_lin + cols // self.n_out, cols)),
