@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import pathlib
+import resource
 import statistics
 import time
 
@@ -131,7 +132,8 @@ def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap
             "bound": result.lower_bound,
             "bound_below": 1 - result.lower_bound / ref if ref else 0,
             "ok": cert.ok, "repair_t": cert.repair_t, "steps": result.steps, "status": result.status,
-            "seconds": seconds, "reference_seconds": ref_seconds, "gap": cert.loss / result.lower_bound - 1}
+            "seconds": seconds, "reference_seconds": ref_seconds, "gap": cert.loss / result.lower_bound - 1,
+            "method": result.method, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def main(argv=None) -> int:
@@ -149,8 +151,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="benchmarks/results/divergence_optimality.txt")
     args = ap.parse_args(argv)
     lines = ["| kind | seed | convex reference | certified loss | excess | lower bound below ref | "
-             "certified gap | repair t | steps | status | seconds | Clarabel seconds |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+             "certified gap | repair t | method | steps | status | seconds | Clarabel seconds | peak MB |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|"]
     rows = []
     kinds = args.kinds.split(",") if not args.grid or args.kinds != ",".join(KINDS) else list(GRID_KINDS)
     for grid in args.grid or [0]:
@@ -162,13 +164,15 @@ def main(argv=None) -> int:
                 rows.append(r)
                 lines.append(f"| {r['kind']} | {seed} | {r['reference']:.8g} | {r['certified']:.8g} | "
                              f"{100 * r['excess']:.4f} % | {100 * r['bound_below']:.3f} % | "
-                             f"{100 * r['gap']:.3f} % | {r['repair_t']:.2g} | {r['steps']} | {r['status']} | "
-                             f"{r['seconds']:.1f} | {r['reference_seconds']:.1f} |")
+                             f"{100 * r['gap']:.3f} % | {r['repair_t']:.2g} | {r['method']} | {r['steps']} | "
+                             f"{r['status']} | {r['seconds']:.1f} | {r['reference_seconds']:.1f} | "
+                             f"{r['peak_mb']:.0f} |")
                 print(lines[-1], flush=True)
     summary = ["", "| kind | runs | certified | median excess | max excess | within 1 % | "
                "median bound below ref | max bound below ref | bounds above ref | converged | "
-               "max certified gap | median seconds | median Clarabel seconds |",
-               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+               "max certified gap | median seconds | median Clarabel seconds | median time ratio | "
+               "max seconds |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     bad = False
     for kind in dict.fromkeys(r["kind"] for r in rows):
         rs = [r for r in rows if r["kind"] == kind]
@@ -183,7 +187,9 @@ def main(argv=None) -> int:
             f"{100 * max(ex):.4f} % | {within}/{len(rs)} | {100 * statistics.median(below):.3f} % | "
             f"{100 * max(below):.3f} % | {above} | {sum(r['status'] == 'converged' for r in rs)}/{len(rs)} | "
             f"{100 * max(r['gap'] for r in rs):.3f} % | {statistics.median(r['seconds'] for r in rs):.1f} | "
-            f"{statistics.median(r['reference_seconds'] for r in rs):.1f} |")
+            f"{statistics.median(r['reference_seconds'] for r in rs):.1f} | "
+            f"{statistics.median(r['seconds'] / r['reference_seconds'] for r in rs):.2f} | "
+            f"{max(r['seconds'] for r in rs):.1f} |")
     print("\n".join(summary))
     atomic_write(pathlib.Path(args.out), "\n".join(lines + summary) + "\n")
     return 1 if bad else 0
