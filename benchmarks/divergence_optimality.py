@@ -89,11 +89,20 @@ GRID_KINDS = {
     "renyi2": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="renyi", alpha=2.0, epsilon=eps),
     "kl-forward": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=eps,
                                                  direction="forward"),
+    "kl-xdistp": lambda eps: dp.ExtendedDistP(pairs=((0, 1),), divergence="kl", epsilon=eps),
+    "hellinger-xdistp-winf": lambda eps: dp.ExtendedDistP(pairs=((0, 1),), divergence="hellinger",
+                                                          epsilon=eps / 4, transport="winf"),
+    "kl-dp4": "neighbours",
+    "renyi2-dp4": "neighbours",
 }
 """``--grid``: divergence DistP between two Gaussian-mixture sub-populations on an ``n × n`` grid."""
 
 
-def grid_problem(kind: str, n: int, seed: int) -> dp.Problem:
+GRID_DP = {"kl-dp4": ("kl", None, 4.0), "renyi2-dp4": ("renyi", 2.0, 4.0)}
+"""Divergence DP between 4-neighbour cells (``divergence, α, budget factor``)."""
+
+
+def grid_problem(kind: str, n: int, seed: int, objective: str = "expected") -> dp.Problem:
     """Two items on an ``n × n`` grid of unit cells, each a Gaussian mixture (3 and 2 bumps,
     random centres, weights and widths of 8–25 % of the side, seeded), prior their average,
     Euclidean loss, outputs = inputs; the budget drawn per seed in [0.05, 0.5]."""
@@ -109,13 +118,19 @@ def grid_problem(kind: str, n: int, seed: int) -> dp.Problem:
 
     a, b = mixture(3), mixture(2)
     eps = float(rng.uniform(0.05, 0.5))
+    if kind in GRID_DP:
+        name, alpha, factor = GRID_DP[kind]
+        constraint = dp.DivergenceDP(divergence=name, alpha=alpha, epsilon=factor * eps,
+                                     pairs=dp.pairs_within(dom, 1.0))
+    else:
+        constraint = GRID_KINDS[kind](eps)
     return dp.Problem(dom, dom, dom.distances(dom), (a + b) / 2, items=(dp.Item("a", a), dp.Item("b", b)),
-                      constraints=(GRID_KINDS[kind](eps),))
+                      constraints=(constraint,), objective=OBJECTIVES[objective]())
 
 
 def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap_tol: float | None = None,
         reference: bool = True, method: str = "cuts") -> dict:
-    problem = grid_problem(kind, grid, seed) if grid else problem_for(kind, seed, objective)
+    problem = grid_problem(kind, grid, seed, objective) if grid else problem_for(kind, seed, objective)
     ref_start = time.perf_counter()
     try:
         ref = dp.solvers.convex(problem).value if reference else float("nan")
@@ -126,7 +141,8 @@ def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap
     design = dp.design(problem, method=method, **({} if gap_tol is None else {"gap_tol": gap_tol}))
     seconds = time.perf_counter() - start
     cert, result = design.certificate, design.result
-    return {"kind": kind if not grid else f"{kind}-{grid}x{grid}", "seed": seed, "reference": ref,
+    name = kind if not grid else f"{kind}-{grid}x{grid}" + ("" if objective == "expected" else f"-{objective}")
+    return {"kind": name, "seed": seed, "reference": ref,
             "certified": cert.loss,
             "excess": cert.loss / ref - 1 if ref > 0 else (cert.loss if ref == 0 else float("nan")),
             "bound": result.lower_bound,

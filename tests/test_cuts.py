@@ -90,14 +90,14 @@ def test_cuts_beside_linear_constraints_and_profiles():
     result = dp.optimize(problem, method="cuts", gap_tol=1e-5)
     assert result.status == "converged" and result.lower_bound <= ref + 1e-9
     assert dp.certify(problem, result.table).loss <= ref * (1 + 2e-5)
-    config, _ = dp.load_config("configs/divergence.toml")
-    result = dp.optimize(config)
+    config, _ = dp.load_config("configs/divergence.toml")  # KL and Hellinger on profile edges
+    result = dp.optimize(config, method="cuts")
     ref = dp.solvers.convex(config).value
     assert result.method == "cuts" and result.status == "converged"
     assert result.lower_bound <= ref * (1 + 1e-9) and result.objective <= ref * (1 + 1e-4)
 
 
-@pytest.mark.parametrize("case", ["kl-distp", "hellinger", "renyi3", "kl-dp-pairs"])
+@pytest.mark.parametrize("case", ["kl-distp", "hellinger", "renyi3", "kl-xdistp"])
 def test_every_multiplier_gives_a_lower_bound(case):
     """Weak duality whatever the iterate: the bound at random multipliers (tangent and budget
     multipliers, the linear rows') never exceeds the convex optimum."""
@@ -138,3 +138,6 @@ def test_applies_and_the_auto_choice():
     assert choose(wdp, "auto") != "cuts" and not _cuts.applies(wdp, (("wasserstein", 1.0),))
     transport = small(0, CASES["kl-distp"], objective=dp.TransportLoss())
     assert choose(transport, "auto") != "cuts"
+    rows = small(0, dp.DivergenceDP(divergence="kl", epsilon=0.3, pairs=((0, 1), (2, 3))))
+    assert choose(rows, "auto") != "cuts"  # row pairs: the first-order solvers or Clarabel
+    assert choose(rows, "cuts") == "cuts" and dp.optimize(rows, method="cuts").status == "converged"

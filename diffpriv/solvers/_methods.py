@@ -1,10 +1,14 @@
 """The optimizer's methods in one table, and the choice ``method = "auto"`` makes (no JAX).
 
 :data:`METHODS` names every value of ``optimizer.method`` with its meaning; the options' check and
-the config's schema read it. ``"auto"`` runs the exact reference solver (:func:`exact_solver`:
-HiGHS for a linear problem, Clarabel through cvxpy for a convex one) where the size model
-predicts it is faster than diffpriv's own and fits in memory, and diffpriv's own solver
-otherwise, so that the default is never silently worse than the reference.
+the config's schema read it. ``"auto"`` runs column-and-cut generation (``"cuts"``,
+:func:`cuts_apply`) on f-divergence constraints: measured against Clarabel side by side
+(``benchmarks/divergence_optimality.py --grid``, ``benchmarks/RESULTS.md``), it converges at the
+default ``gap_tol`` where the smoothed dual stalled, and finishes 24×24 and 32×32 grids Clarabel
+does not. Elsewhere it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
+problem, Clarabel through cvxpy for Wasserstein constraints) where the size model predicts it is
+faster than diffpriv's own and fits in memory, and diffpriv's own solver otherwise, so that the
+default is never silently worse than the reference.
 
 The prediction is a size threshold per problem class, calibrated on both run side by side at
 the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``benchmarks/RESULTS.md``):
@@ -105,14 +109,22 @@ def cuts_apply(problem) -> bool:
     return _cuts.applies(problem, kinds)
 
 
+def _row_pairs(problem) -> bool:
+    """Whether a divergence bounds pairs of table rows (divergence DP, profile edges): there
+    ``"auto"`` keeps the other solvers (:func:`._cuts.applies` says why)."""
+    from diffpriv.problems._blocks import MixtureBlock
+
+    return any(not b.linear and not isinstance(b, MixtureBlock) for b in problem.blocks())
+
+
 def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> str:
     """The method that runs: ``method`` itself, or for ``"auto"`` ``"cuts"`` (f-divergence
-    constraints), ``"exact"`` or ``"pdhg"`` (always ``"pdhg"`` for a warm start, which continues
+    constraints on item laws), ``"exact"`` or ``"pdhg"`` (always ``"pdhg"`` for a warm start, which continues
     a first-order run)."""
     if method != "auto":
         return method
     if warm:
         return "pdhg"
-    if cuts_apply(problem):
+    if cuts_apply(problem) and not _row_pairs(problem):
         return "cuts"
     return "exact" if exact_solver(problem, gap_tol) else "pdhg"

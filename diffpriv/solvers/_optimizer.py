@@ -3,9 +3,11 @@
 ``Optimizer(...)`` is configuration (static); calling it on a :class:`~diffpriv.Problem`
 returns an :class:`OptimizeResult`. ``optimize(problem, **options)`` does both.
 
-The default method, ``"auto"``, runs the exact reference (HiGHS, or Clarabel for divergence and
-Wasserstein constraints: :mod:`diffpriv.solvers._exact`) where :mod:`diffpriv.solvers._methods`
-predicts it is faster than diffpriv's own solver and fits in memory, and ``"pdhg"`` otherwise.
+The default method, ``"auto"``, runs column-and-cut generation (``"cuts"``,
+:mod:`diffpriv.solvers._cuts`) for f-divergence constraints (KL, χ², Hellinger, Rényi, TV), and
+otherwise the exact reference (HiGHS, or Clarabel for Wasserstein constraints:
+:mod:`diffpriv.solvers._exact`) where :mod:`diffpriv.solvers._methods` predicts it is faster than
+diffpriv's own solver and fits in memory, and ``"pdhg"`` beyond.
 
 Method ``"pdhg"`` is restarted mirror PDHG on the softmax logits (:mod:`diffpriv.solvers._pdhg`),
 which solves the linear constraints (pure and approximate DistP, local and extended DP, profile
@@ -40,7 +42,7 @@ from diffpriv.solvers import (
 )
 from diffpriv.solvers._al import solve_al
 from diffpriv.solvers._convex import ConvexSolveError
-from diffpriv.solvers._cuts import run_cuts
+from diffpriv.solvers._cuts import CutsSolveError, run_cuts
 from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, compile_seconds, make_result
 from diffpriv.solvers._exact import run_exact
 from diffpriv.solvers._linear import (
@@ -103,7 +105,12 @@ class Optimizer(Options):
                 raise ValueError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
                                  "reverse KL, chi2, Hellinger, Renyi, TV) and an objective other "
                                  "than the transport loss")
-            return run_cuts(self, problem, seed, progress)
+            try:
+                return run_cuts(self, problem, seed, progress)
+            except CutsSolveError:
+                if self.method == "cuts":
+                    raise
+                method = "pdhg"  # auto: the first-order solvers (their bound can prove infeasibility)
         lean = solver_plan(problem) == "lean"
         if not problem.linear:
             if init is not None:
