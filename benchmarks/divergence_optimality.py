@@ -141,7 +141,8 @@ def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap
     design = dp.design(problem, method=method, **({} if gap_tol is None else {"gap_tol": gap_tol}))
     seconds = time.perf_counter() - start
     cert, result = design.certificate, design.result
-    name = kind if not grid else f"{kind}-{grid}x{grid}" + ("" if objective == "expected" else f"-{objective}")
+    name = kind if not grid else f"{kind}-{grid}x{grid}"
+    name += "" if not grid or objective == "expected" else f"-{objective}"
     return {"kind": name, "seed": seed, "reference": ref,
             "certified": cert.loss,
             "excess": cert.loss / ref - 1 if ref > 0 else (cert.loss if ref == 0 else float("nan")),
