@@ -408,6 +408,10 @@ class _Model:
 
         self.h.run()
         self.status = self.h.getModelStatus()
+        if self.status not in (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible):
+            self.h.clearSolver()  # a failed hot start (seen on the quick start's city): from scratch
+            self.h.run()
+            self.status = self.h.getModelStatus()
         if self.status != highspy.HighsModelStatus.kOptimal:
             return None
         sol = self.h.getSolution()

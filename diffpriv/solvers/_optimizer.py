@@ -282,15 +282,23 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
 
     Runs PDHG for at most ``ceil(steps / period)`` periods; each budget stops on its own by the
     optimizer's device-side stopping rule (``gap_tol``, ``viol_factor``). A problem with divergence
-    constraints (divergence budgets are scaled too) runs the smoothed dual at each budget in
-    turn, warm-started from the last, where it applies, else the augmented Lagrangian's chunks,
-    all budgets in lockstep (:func:`._nonlinear.batch_nonlinear`). Returns
+    constraints (divergence budgets are scaled too) runs, under ``method="auto"``, column-and-cut
+    generation at each budget in turn where ``"auto"`` would (:mod:`._cuts`); else the smoothed
+    dual at each budget in turn, warm-started from the last, where it applies, else the augmented
+    Lagrangian's chunks, all budgets in lockstep (:func:`._nonlinear.batch_nonlinear`). Returns
     ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
     """
     opt = Optimizer(steps=steps, **options)
     if opt.method not in ("auto", "pdhg"):
         raise ValueError("optimizer.method: solve_batch runs 'pdhg' only ('auto' runs it too)")
     if not problem.linear:
+        if opt.method == "auto" and choose(problem, "auto", gap_tol=opt.gap_tol) == "cuts":
+            def at(s):
+                return dataclasses.replace(problem, constraints=tuple(
+                    dataclasses.replace(c, epsilon=c.epsilon * s) for c in problem.constraints))
+
+            runs = [run_cuts(opt, at(float(s)), seed) for s in np.asarray(eps_scales, np.float64)]
+            return np.stack([r.table for r in runs]), np.asarray([r.lower_bound for r in runs])
         return batch_nonlinear(opt, problem, eps_scales, seed)
     base = linear_data(problem)
     scales = jnp.asarray(eps_scales, dtype=base.cost.dtype)
