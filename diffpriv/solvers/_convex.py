@@ -423,7 +423,10 @@ def solve_convex(
     objective, epigraph = _objective(cp, problem, v, s, x, y)
     program = cp.Problem(cp.Minimize(objective), constraints + epigraph)
     name = solver or "CLARABEL"
-    program.solve(solver=name, verbose=verbose, **options)
+    try:
+        program.solve(solver=name, verbose=verbose, **options)
+    except cp.error.SolverError as e:  # e.g. Clarabel failing outright on a 16×16 KL grid
+        raise ConvexSolveError(f"{name} failed on the convex program ({e})") from e
     if program.status != cp.OPTIMAL or v.value is None:
         raise ConvexSolveError(f"{name} did not solve the convex program (status {program.status!r})")
 

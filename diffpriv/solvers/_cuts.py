@@ -60,8 +60,9 @@ def _ratio_range(fam) -> tuple[float, float]:
         return 1e-12, LARGEST_COEFFICIENT ** (1.0 / alpha)
     return LARGEST_COEFFICIENT ** (-1.0 / (1.0 - alpha)), LARGEST_COEFFICIENT
 
-COLUMNS_PER_ROW = 4
-"""At most this many entries of one row join the support per round (the least reduced costs)."""
+COLUMNS_PER_ROW = 8
+"""At most this many entries of one row join the support per round (the least reduced costs). On
+KL DistP on a 20×20 grid 2, 4, 8 and 16 took 89, 50, 28 and 20 rounds, 44, 33, 17 and 22 s."""
 
 MAX_ROUNDS = 500
 
