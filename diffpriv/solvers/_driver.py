@@ -35,8 +35,8 @@ class Status(enum.StrEnum):
     """An iterate became non-finite."""
     STALLED = "stalled"
     """No further progress (the augmented Lagrangian: a round no longer moves the objective, or
-    threw the table off; the smoothed dual: its temperature reached its floor). The best table
-    so far is kept."""
+    threw the table off; the smoothed dual: its temperature reached its floor; column-and-cut
+    generation: no cut or column to add at the tightest margin). The best table so far is kept."""
 
 
 def relative_gap(objective: float, bound: float) -> float:
@@ -107,8 +107,9 @@ class OptimizeResult:
         for the lifted PDHG of Wasserstein constraints (:mod:`diffpriv.solvers._transport_pdhg`);
         ``"dual"`` for the smoothed dual of divergence constraints (:mod:`diffpriv.solvers._dual`:
         the table is already repaired by the certifier's mixing, so ``max_violation`` is 0);
-        ``"exact"`` for a run of the exact reference.
-      method: the solver that ran: ``"pdhg"``, ``"transport pdhg"``, ``"dual"``, ``"al"``, or
+        ``"exact"`` for a run of the exact reference; ``"cuts"`` for column-and-cut generation
+        (:mod:`diffpriv.solvers._cuts`: ``steps`` counts its linear programs).
+      method: the solver that ran: ``"pdhg"``, ``"transport pdhg"``, ``"dual"``, ``"cuts"``, ``"al"``, or
         an exact one (``"highs"``, ``"clarabel"``: :mod:`diffpriv.solvers._exact`, ``steps``
         0, ``lower_bound`` from the solver's multipliers, ``max_violation`` in its own rows).
     """
