@@ -131,15 +131,17 @@ def test_an_infeasible_working_support_takes_every_column_and_a_step_limit_is_re
 
 
 def test_applies_and_the_auto_choice():
-    from diffpriv.solvers._methods import choose
+    from diffpriv.solvers._methods import auto_cuts, choose
 
-    assert choose(small(0, CASES["kl-distp"]), "auto") == "cuts"
+    kl = small(0, CASES["kl-distp"])
+    assert auto_cuts(kl) and choose(kl, "auto") == "exact"  # 6×6: Clarabel is faster
+    assert choose(small(0, CASES["kl-distp"], n=150), "auto") == "cuts"
     wdp = small(0, dp.WassersteinDP(epsilon=0.2))
     assert choose(wdp, "auto") != "cuts" and not _cuts.applies(wdp, (("wasserstein", 1.0),))
     transport = small(0, CASES["kl-distp"], objective=dp.TransportLoss())
     assert choose(transport, "auto") != "cuts"
     rows = small(0, dp.DivergenceDP(divergence="kl", epsilon=0.3, pairs=((0, 1), (2, 3))))
-    assert choose(rows, "auto") != "cuts"  # row pairs: the first-order solvers or Clarabel
+    assert not auto_cuts(rows) and choose(rows, "auto") != "cuts"  # row pairs: others or Clarabel
     assert choose(rows, "cuts") == "cuts" and dp.optimize(rows, method="cuts").status == "converged"
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import diffpriv as dp
 from diffpriv.problems._known import k_rr_problem
-from diffpriv.solvers._methods import METHODS, PAIR_ENTRIES, exact_solver
+from diffpriv.solvers._methods import METHODS, PAIR_ENTRIES, choose, exact_solver
 from diffpriv.solvers._options import Options
 
 
@@ -66,17 +66,25 @@ def test_auto_keeps_diffprivs_solver_where_the_references_cannot_run(monkeypatch
     assert dp.optimize(k_rr_problem(3, 1.0), steps=500, init=first).method == "pdhg"
 
 
-def test_auto_on_divergence_constraints_runs_cuts_and_exact_runs_clarabel():
+def test_auto_on_divergence_constraints_runs_clarabel_when_small_and_cuts_beyond(monkeypatch):
     kl = _kl()
     ref = dp.solvers.convex(kl)
-    result = dp.optimize(kl)
+    small = dp.optimize(kl)
+    assert (small.method, small.plan, small.status) == ("clarabel", "exact", "converged")
+    assert small.lower_bound == pytest.approx(ref.value, rel=1e-12)
+    cert = dp.certify(kl, small.table)
+    assert cert.ok and cert.loss == pytest.approx(ref.value, rel=1e-6)
+    big = _kl(150)  # 150 × 150 = 22,500 table entries > CUTS_FROM
+    assert choose(big, "auto") == "cuts" and choose(big, "auto", warm=True) == "pdhg"
+    result = dp.optimize(big)
     assert (result.method, result.plan, result.status) == ("cuts", "cuts", "converged")
-    assert result.lower_bound <= ref.value * (1 + 1e-9)
-    cert = dp.certify(kl, result.table)
-    assert cert.ok and cert.loss <= ref.value * (1 + 1e-4)
-    exact = dp.optimize(kl, method="exact")
-    assert (exact.method, exact.plan, exact.status) == ("clarabel", "exact", "converged")
-    assert exact.lower_bound == pytest.approx(ref.value, rel=1e-12)
+    cert = dp.certify(big, result.table)
+    assert cert.ok and result.lower_bound <= cert.loss <= result.lower_bound * (1 + 1e-4)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "cvxpy" else real(name, *a))
+    assert choose(kl, "auto") == "cuts"  # without cvxpy
+    monkeypatch.undo()
     own = dp.optimize(kl, method="pdhg", gap_tol=1e-3)
     assert own.method == "dual" and own.lower_bound <= ref.value * (1 + 1e-7)
     with pytest.raises(ValueError, match="^optimizer.method: 'cuts' needs f-divergence"):

@@ -2,10 +2,11 @@
 
 :data:`METHODS` names every value of ``optimizer.method`` with its meaning; the options' check and
 the config's schema read it. ``"auto"`` runs column-and-cut generation (``"cuts"``,
-:func:`cuts_apply`) on f-divergence constraints: measured against Clarabel side by side
-(``benchmarks/divergence_optimality.py --grid``, ``benchmarks/RESULTS.md``), it converges at the
-default ``gap_tol`` where the smoothed dual stalled, and finishes 24×24 and 32×32 grids Clarabel
-does not. Elsewhere it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
+:func:`auto_cuts`) on f-divergence constraints between item laws from :data:`CUTS_FROM` table
+entries: measured against Clarabel side by side (``benchmarks/divergence_optimality.py --grid``,
+``benchmarks/RESULTS.md``), it converges at the default ``gap_tol`` where the smoothed dual
+stalled, is faster from 16×16 and finishes 24×24 and 32×32 grids Clarabel does not. Elsewhere
+it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
 problem, Clarabel through cvxpy for Wasserstein constraints) where the size model predicts it is
 faster than diffpriv's own and fits in memory, and diffpriv's own solver otherwise, so that the
 default is never silently worse than the reference.
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["METHODS", "choose", "cuts_apply", "exact_solver"]
+__all__ = ["METHODS", "auto_cuts", "choose", "cuts_apply", "exact_solver"]
 
 METHODS = {
     "auto": "'cuts' for f-divergence constraints; else the exact reference where it is predicted "
@@ -61,6 +62,11 @@ PAIR_ENTRIES = 800_000
 CONVEX_VARIABLES = 85_000
 CONVEX_VARIABLES_LOOSE = 20_000
 CONVEX_VARIABLES_AL = 160_000
+CUTS_FROM = 20_000
+"""``"auto"`` runs Clarabel rather than ``"cuts"`` on f-divergences between item laws up to this
+many table entries (about 12×12): on the Gaussian-mixture grids of
+``benchmarks/divergence_optimality.py --grid`` Clarabel was 8–15× faster (medians) on 6×6 and
+1.1–2.3× on 10×10, and ``"cuts"`` 1.4–11× faster on 16×16."""
 
 
 def _own_solver_is_al(problem) -> bool:
@@ -117,14 +123,23 @@ def _row_pairs(problem) -> bool:
     return any(not b.linear and not isinstance(b, MixtureBlock) for b in problem.blocks())
 
 
+def auto_cuts(problem) -> bool:
+    """Whether ``"auto"`` takes column-and-cut generation as diffpriv's solver for ``problem``:
+    f-divergences between item laws (not row pairs)."""
+    return cuts_apply(problem) and not _row_pairs(problem)
+
+
 def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> str:
     """The method that runs: ``method`` itself, or for ``"auto"`` ``"cuts"`` (f-divergence
-    constraints on item laws), ``"exact"`` or ``"pdhg"`` (always ``"pdhg"`` for a warm start, which continues
-    a first-order run)."""
+    constraints on item laws, from :data:`CUTS_FROM` table entries or without cvxpy),
+    ``"exact"`` or ``"pdhg"`` (always ``"pdhg"`` for a warm start, which continues a first-order
+    run)."""
     if method != "auto":
         return method
     if warm:
         return "pdhg"
-    if cuts_apply(problem) and not _row_pairs(problem):
-        return "cuts"
+    if auto_cuts(problem):
+        ns, nx, ny = problem.shape
+        small = ns * nx * ny <= CUTS_FROM and exact_solver(problem, gap_tol) == "clarabel"
+        return "exact" if small else "cuts"
     return "exact" if exact_solver(problem, gap_tol) else "pdhg"

@@ -57,7 +57,7 @@ from diffpriv.solvers._linear import (
     tighten,
 )
 from diffpriv.solvers._lp import ReferenceSolveError
-from diffpriv.solvers._methods import choose, cuts_apply
+from diffpriv.solvers._methods import auto_cuts, choose, cuts_apply
 from diffpriv.solvers._nonlinear import batch_nonlinear, run_nonlinear
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish, violation
@@ -97,7 +97,8 @@ class Optimizer(Options):
             except (ReferenceSolveError, ConvexSolveError):
                 if self.method == "exact":
                     raise
-                method = "pdhg"  # auto: diffpriv's solver proves infeasibility or finds a table
+                # auto: diffpriv's solver proves infeasibility or finds a table
+                method = "cuts" if auto_cuts(problem) else "pdhg"
         if method == "cuts":
             if init is not None:
                 raise ValueError("init: warm starts need method 'pdhg'")
@@ -283,7 +284,8 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     Runs PDHG for at most ``ceil(steps / period)`` periods; each budget stops on its own by the
     optimizer's device-side stopping rule (``gap_tol``, ``viol_factor``). A problem with divergence
     constraints (divergence budgets are scaled too) runs, under ``method="auto"``, column-and-cut
-    generation at each budget in turn where ``"auto"`` would (:mod:`._cuts`); else the smoothed
+    generation at each budget in turn on f-divergences between item laws (:mod:`._cuts`, at
+    every size: ``"auto"``'s Clarabel does not batch); else the smoothed
     dual at each budget in turn, warm-started from the last, where it applies, else the augmented
     Lagrangian's chunks, all budgets in lockstep (:func:`._nonlinear.batch_nonlinear`). Returns
     ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
@@ -292,7 +294,7 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     if opt.method not in ("auto", "pdhg"):
         raise ValueError("optimizer.method: solve_batch runs 'pdhg' only ('auto' runs it too)")
     if not problem.linear:
-        if opt.method == "auto" and choose(problem, "auto", gap_tol=opt.gap_tol) == "cuts":
+        if opt.method == "auto" and auto_cuts(problem):
             def at(s):
                 return dataclasses.replace(problem, constraints=tuple(
                     dataclasses.replace(c, epsilon=c.epsilon * s) for c in problem.constraints))
