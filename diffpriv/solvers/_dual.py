@@ -58,7 +58,7 @@ from diffpriv.solvers._linear import (
     tighten,
 )
 
-__all__ = ["DualData", "Group", "applies", "dual_data", "f_budget", "family", "run_dual"]
+__all__ = ["DualData", "Group", "applies", "dual_data", "f_budget", "f_divergences", "family", "run_dual"]
 
 Family = tuple[str, float]
 """``("kl", 1)``, ``("power", α)`` (``f = t^α`` for α > 1, ``−t^α`` for α < 1), or ``("tv", 1)``,
@@ -321,6 +321,12 @@ def applies(problem: Problem, kinds) -> bool:
         return False
     if any(not b.linear and not isinstance(b, MixtureBlock) for b in problem.blocks()):
         return False
+    return f_divergences(kinds)
+
+
+def f_divergences(kinds) -> bool:
+    """Whether every divergence of ``kinds`` (``(name, α)`` pairs) has an f-divergence form
+    (:func:`family`)."""
     try:
         for name, alpha in kinds:
             family(name, alpha)
