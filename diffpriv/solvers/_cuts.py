@@ -442,7 +442,7 @@ def _bound(problem, full, terms: Terms, cuts: _Cuts, rnd: _Round):
     """``(bound, reduced [S·X, Y])``: the Lagrangian bound of the whole problem at ``rnd``'s
     multipliers (module docstring), and every entry's reduced cost in the LP (its tangents'
     ``q = Σ μ c`` as they are: the prices that say which entries would improve it)."""
-    from diffpriv.solvers._lp import _dual_bound, _reduced_costs
+    from diffpriv.solvers._lp import _bound_at, _reduced_costs
 
     n_prof, n_in, n_out = problem.shape
     n_terms = terms.wp.shape[0]
@@ -456,8 +456,10 @@ def _bound(problem, full, terms: Terms, cuts: _Cuts, rnd: _Round):
         p[on], q[on] = _conjugate_q(fam, p[on], rnd.lam[on, None])
     mask = problem.support_mask()
     shift = (terms.wp.T @ p + terms.wq.T @ q).reshape(mask.shape)[mask]
-    bound = _dual_bound(full, rnd.ineq, None, shift=shift) - float(rnd.lam @ terms.true_budget)
-    reduced, _ = _reduced_costs(full, rnd.ineq, None)
+    reduced, constant = _reduced_costs(full, rnd.ineq, None)
+    shifted = reduced.copy()
+    shifted[: shift.size] += shift
+    bound = _bound_at(full, shifted, constant) - float(rnd.lam @ terms.true_budget)
     entries = np.full(mask.shape, np.inf)
     entries[mask] = reduced[: shift.size] + price.reshape(mask.shape)[mask]
     return bound, entries.reshape(n_prof * n_in, n_out)
@@ -513,7 +515,7 @@ def run_cuts(opt, problem: Problem, seed: int, progress=None):
             status = Status.CONVERGED
             break
         support = np.zeros(mask.size, bool)
-        support[np.flatnonzero(mask)[model.entries]] = True
+        support[np.flatnonzero(mask)] = model.in_support
         added = _add_cuts(model, rnd) + model.add_entries(
             column_of[_new_columns(support.reshape(-1, n_out), reduced)])
         if not added:  # the LP's optimum at the tightened budgets: what tightening costs

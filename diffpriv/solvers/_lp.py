@@ -301,7 +301,7 @@ def _reduced_costs(lp: _LinearProgram, ineq_marginals, eq_marginals) -> tuple[np
     return reduced, constant
 
 
-def _dual_bound(lp: _LinearProgram, ineq_marginals, eq_marginals, shift=None) -> float:
+def _dual_bound(lp: _LinearProgram, ineq_marginals, eq_marginals) -> float:
     """A lower bound on the LP's optimum from any multipliers ``y_ub`` (clipped to ≤ 0, scipy's
     sign) and ``φ`` of the transport marginal rows, by weak duality with the simplex rows
     (``Σ_y A[s, x, y] = 1``, ``Σ_y B_k[x, y] = 1``) kept and every other row dualised:
@@ -311,12 +311,14 @@ def _dual_bound(lp: _LinearProgram, ineq_marginals, eq_marginals, shift=None) ->
     over the simplex rows and ``0 ≤ v ≤ upper`` for the variables in none (``z``, ``t``; bounds
     every optimal point meets). A linear function's minimum over a simplex is its least
     coefficient, over a box its negative parts times the upper bounds. Valid for every
-    multiplier: HiGHS's only make it tight. ``shift`` (optional, one entry per table variable) is
-    added to the table's reduced costs: the linearised terms of constraints outside the LP."""
+    multiplier: HiGHS's only make it tight."""
+    return _bound_at(lp, *_reduced_costs(lp, ineq_marginals, eq_marginals))
+
+
+def _bound_at(lp: _LinearProgram, reduced: np.ndarray, constant: float) -> float:
+    """The Lagrangian's minimum over the simplex rows and the boxes of the other variables, at
+    reduced costs ``reduced`` (one per variable) and constant ``constant``."""
     n_simplex = lp.a_eq.shape[0] - lp.n_marginal
-    reduced, constant = _reduced_costs(lp, ineq_marginals, eq_marginals)
-    if shift is not None:
-        reduced[: shift.size] += shift
     simplex = lp.a_eq[:n_simplex]
     if np.any(np.diff(simplex.indptr) == 0):
         return -np.inf  # a row with no variable: the LP is infeasible
