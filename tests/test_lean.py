@@ -10,7 +10,7 @@ import diffpriv as dp
 from diffpriv.certification import certify
 from diffpriv.problems import SizeError, estimate, solver_plan
 from diffpriv.problems._known import random_problem
-from diffpriv.solvers import _optimizer, _pdhg
+from diffpriv.solvers import _pdhg, _pdhg_run
 from diffpriv.solvers._linear import (
     incidence,
     linear_data,
@@ -92,9 +92,9 @@ def test_violation_by_column_slices_is_the_violation():
 def _lean_temp_bytes(problem):
     true = linear_data(problem, jnp.float32, compact=True)
     data = tighten(true)
-    steps = _optimizer._steps_jit(data, true, False, 0.3, 1.0)
+    steps = _pdhg_run._steps_jit(data, true, False, 0.3, 1.0)
     state = _pdhg.init_state(data, steps, jax.random.PRNGKey(0), slack=False, average=False)
-    compiled = _optimizer._run.lower(data, true, steps, state, 2, 2, 10, False, 1e-4,
+    compiled = _pdhg_run._run.lower(data, true, steps, state, 2, 2, 10, False, 1e-4,
                                      1e-6).compile()
     return compiled.memory_analysis().temp_size_in_bytes, state
 

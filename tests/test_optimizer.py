@@ -14,7 +14,7 @@ from diffpriv.problems._known import (
     random_problem,
     randomized_response,
 )
-from diffpriv.solvers import _optimizer
+from diffpriv.solvers import _optimizer, _pdhg_run
 from diffpriv.solvers._lp import solve_lp
 
 
@@ -98,9 +98,9 @@ def test_same_shapes_do_not_recompile():
     p1 = random_problem(11, n_in=7, n_out=7, n_profiles=1, n_pairs=1, extra="none")
     p2 = random_problem(12, n_in=7, n_out=7, n_profiles=1, n_pairs=1, extra="none")
     dp.optimize(p1, method="pdhg", steps=1000, period=500)
-    before = _optimizer._run._cache_size()
+    before = _pdhg_run._run._cache_size()
     dp.optimize(p2, method="pdhg", steps=1000, period=500)
-    assert _optimizer._run._cache_size() == before
+    assert _pdhg_run._run._cache_size() == before
 
 
 def test_batch_over_budgets_matches_single_runs():

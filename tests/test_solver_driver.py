@@ -65,3 +65,48 @@ def test_results_carry_a_known_status_and_their_gap_by_the_rule():
                             seed=0, options=dp.Optimizer())
     with pytest.raises(FloatingPointError):
         _driver.check_finite(np.array([np.nan]))
+
+
+class _Counting:
+    """A run of ``n`` chunks of 10 steps that ends with ``end`` (``None``: never on its own)."""
+
+    def __init__(self, n: int, end, total: int = 100):
+        self.n, self.end, self.total, self.done = n, end, total, 0
+
+    def chunk(self):
+        self.done += 10
+        status = self.end if self.done >= 10 * self.n else None
+        return _driver.Chunk(self.done, 1.0 / self.done, status)
+
+    def finish(self, status):
+        table = np.full((1, 2, 2), 0.5)
+        return _driver.Outcome(table, 0.25, status, method="al")
+
+
+def test_drive_stops_on_the_runs_status_or_its_step_limit_and_reports_each_chunk():
+    problem = dp.problems.random_problem(0, n_in=2, n_out=2)
+    seen = []
+    result = _driver.drive(lambda: _Counting(3, _driver.Status.CONVERGED), problem, dp.Optimizer(), 7,
+                           lambda done, total, gap: seen.append((done, total, gap)))
+    assert (result.status, result.steps, result.seed, result.method) == ("converged", 30, 7, "al")
+    assert seen == [(10, 100, 0.1), (20, 100, 0.05), (30, 100, 1 / 30)]
+    assert result.gap == _driver.relative_gap(result.objective, 0.25)
+    limited = _driver.drive(lambda: _Counting(50, None), problem, dp.Optimizer(), 0)
+    assert (limited.status, limited.steps) == ("step limit", 100)
+
+
+def test_route_names_one_run_per_method_and_the_fallbacks_of_auto():
+    from diffpriv.problems._known import k_rr_problem
+    from diffpriv.solvers._methods import SOLVERS, route, solver_class
+    from test_methods import _kl
+
+    for name in SOLVERS:  # every solver is a run
+        cls = solver_class(name)
+        assert callable(cls.chunk) and callable(cls.finish)
+    linear = k_rr_problem(4, 1.0)
+    assert route(linear, "auto") == ("exact", "pdhg")
+    assert route(linear, "pdhg") == ("pdhg",) and route(linear, "al") == ("linear al",)
+    assert route(linear, "auto", warm=True) == ("pdhg",)
+    kl = _kl(150)
+    assert route(kl, "auto") == ("cuts", "dual") and route(kl, "al") == ("al",)
+    assert route(_kl(5), "exact") == ("exact",) and route(_kl(5), "pdhg") == ("dual",)

@@ -29,7 +29,6 @@ the real ones once the tangents are close; the certifier's mixing repairs what i
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import NamedTuple
 
 import numpy as np
@@ -37,9 +36,9 @@ import scipy.optimize
 import scipy.sparse
 
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers._driver import Status, compile_seconds, make_result, relative_gap
+from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 
-__all__ = ["CutsSolveError", "applies", "run_cuts"]
+__all__ = ["CutsRun", "CutsSolveError", "applies"]
 
 START_RATIOS = np.exp(np.linspace(-3.0, 3.0, 7))
 """The tangent ratios ``s = P/Q`` every output starts with."""
@@ -257,12 +256,15 @@ class _Model:
     columns are added, and each solve starts from the last basis.
 
     Rows: the full linear LP's (``full``: its equalities, then its inequalities, every one of
-    them even where no column of the support enters yet), one per budget (``Σ_y t ≤ b``), then
-    the tangents in the order added. Columns: the full LP's variables other than the table's
-    (``z``, the epigraph ``t``), then, as the support grows, its table entries
-    (:attr:`col_of_entry`) and the ``t[term, y]`` (free; :attr:`tcol`) of every output ``y`` where
-    an entry of the support enters one of the term's laws — only those: a term whose laws have
-    no mass at ``y`` contributes 0 there, so divergence DP's row pairs stay sparse."""
+    them even where no column of the support enters yet), one per budget (``Σ_y t ≤ b``), then, in
+    the order added, two law rows per opened ``(term, y)`` (``P = Σ_r wp[r] A[r, y]``, the same
+    for ``Q``) and the tangents ``a P + c Q − t ≤ 0`` (:attr:`cut_rows`; three coefficients each,
+    however many entries the laws hold). Columns: the full LP's variables other than the
+    table's (``z``, the epigraph ``t``), then, as the support grows, its table entries
+    (:attr:`col_of_entry`) and ``t`` (free), ``P``, ``Q`` (≥ 0) of every output ``y`` where an
+    entry of the support enters one of the term's laws (:attr:`tcol`, :attr:`pcol`,
+    :attr:`qcol`) — only those: a term whose laws have no mass at ``y`` contributes 0 there,
+    so divergence DP's row pairs stay sparse."""
 
     def __init__(self, problem: Problem, full, terms: Terms):
         import highspy
@@ -294,23 +296,28 @@ class _Model:
                        self._pad(self.columns[:, extra]))
         self.extra_cols = np.arange(extra.size)
         self.col_of_entry = np.full(self.n_table, -1)
-        self.tcol = np.full((n_terms, self.n_out), -1)
+        self.tcol, self.pcol, self.qcol, self.prow, self.qrow = (np.full((n_terms, self.n_out), -1)
+                                                                 for _ in range(5))
         self.terms_of_row = scipy.sparse.csr_array(((terms.wp != 0) | (terms.wq != 0)).T.astype(np.int8))
         self.entries = np.zeros(0, np.int64)
         self.cuts = _Cuts()
+        self.cut_rows = np.zeros(0, np.int64)
         self.in_support = np.zeros(self.n_table, bool)
 
     def _pad(self, block):
-        """``block`` (rows of the full LP) with zero rows below for the budget and tangent rows."""
+        """``block`` (rows of the full LP) with zero rows below for the other rows."""
         n_rows = self.h.getNumRow()
         zeros = scipy.sparse.csc_array((n_rows - block.shape[0], block.shape[1]))
         return scipy.sparse.vstack([block, zeros]).tocsc()
 
-    def _add_rows(self, lower, upper, block):
+    def _add_rows(self, lower, upper, block) -> np.ndarray:
+        """Adds rows; returns their indices."""
         block = scipy.sparse.csr_array(block)
+        first = self.h.getNumRow()
         starts = block.indptr[:-1].astype(np.int32)
         self._check(self.h.addRows(lower.size, lower, upper, block.nnz, starts,
                                    block.indices.astype(np.int32), block.data.astype(np.float64)))
+        return first + np.arange(lower.size)
 
     def _add_cols(self, cost, lower, upper, block) -> np.ndarray:
         """Adds columns; returns their indices."""
@@ -328,21 +335,6 @@ class _Model:
         if status == highspy.HighsStatus.kError:
             raise RuntimeError("optimizer: HiGHS refused a change to the cut model")
 
-    def _tangent_values(self, cut_term, cut_out, cut_a, cut_c, entries):
-        """``(cut, position, value)`` of every tangent row's nonzero coefficient on a table entry
-        of its output among ``entries`` (``position`` in ``entries``)."""
-        out = self.entry_out[entries]
-        order = np.argsort(out, kind="stable")
-        starts = np.searchsorted(out[order], np.arange(self.n_out + 1))
-        counts = np.diff(starts)[cut_out]
-        cut = np.repeat(np.arange(cut_out.size), counts)
-        offset = np.repeat(np.cumsum(counts) - counts, counts)
-        pos = order[np.repeat(starts[cut_out], counts) + np.arange(cut.size) - offset]
-        r, term = self.entry_row[entries[pos]], cut_term[cut]
-        value = cut_a[cut] * self.terms.wp[term, r] + cut_c[cut] * self.terms.wq[term, r]
-        keep = value != 0
-        return cut[keep], pos[keep], value[keep]
-
     def set_budgets(self, budget: np.ndarray) -> None:
         """The budget rows' right-hand sides."""
         n_terms = budget.size
@@ -350,30 +342,48 @@ class _Model:
         self._check(self.h.changeRowsBounds(n_terms, rows, np.full(n_terms, -self.inf), budget))
         self.terms = self.terms._replace(budget=budget)
 
+    def _open(self, pairs: np.ndarray) -> None:
+        """The ``t``, ``P``, ``Q`` columns and the two law rows of each ``(term, y)`` of
+        ``pairs`` (no support entry enters these laws yet: the rows hold ``P`` or ``Q`` alone)."""
+        k, term, out = pairs.shape[0], pairs[:, 0], pairs[:, 1]
+        budget = scipy.sparse.csc_array((np.ones(k), (self.n_lin + term, np.arange(k))),
+                                        shape=(self.h.getNumRow(), k))
+        self.tcol[term, out] = self._add_cols(np.zeros(k), np.full(k, -self.inf), np.full(k, self.inf),
+                                              budget)
+        none = scipy.sparse.csc_array((self.h.getNumRow(), 2 * k))
+        cols = self._add_cols(np.zeros(2 * k), np.zeros(2 * k), np.full(2 * k, self.inf), none)
+        self.pcol[term, out], self.qcol[term, out] = cols[:k], cols[k:]
+        laws = scipy.sparse.csr_array((np.ones(2 * k), (np.arange(2 * k), cols)),
+                                      shape=(2 * k, self.h.getNumCol()))
+        rows = self._add_rows(np.zeros(2 * k), np.zeros(2 * k), laws)
+        self.prow[term, out], self.qrow[term, out] = rows[:k], rows[k:]
+
     def add_entries(self, new: np.ndarray) -> int:
-        """The full LP's table columns ``new`` join the support, with the ``t`` and the starting
-        tangents of the outputs they open to a term; returns how many entries were new."""
+        """The full LP's table columns ``new`` join the support, with the ``t``, ``P``, ``Q``, law
+        rows and starting tangents of the outputs they open to a term; returns how many entries
+        were new."""
         new = np.unique(new[~self.in_support[new]])
         if not new.size:
             return 0
         self.in_support[new] = True
         # the (term, output) pairs the new entries open
         touch = self.terms_of_row[self.entry_row[new]].tocoo()
-        pairs = np.unique(np.stack([touch.col, self.entry_out[new][touch.row]], 1), axis=0).reshape(-1, 2)
+        term, out = touch.col, self.entry_out[new][touch.row]
+        pairs = np.unique(np.stack([term, out], 1), axis=0).reshape(-1, 2)
         pairs = pairs[self.tcol[pairs[:, 0], pairs[:, 1]] < 0]
         if pairs.size:
-            k = pairs.shape[0]
-            budget = scipy.sparse.csc_array((np.ones(k), (self.n_lin + pairs[:, 0], np.arange(k))),
-                                            shape=(self.h.getNumRow(), k))
-            self.tcol[pairs[:, 0], pairs[:, 1]] = self._add_cols(np.zeros(k), np.full(k, -self.inf),
-                                                                  np.full(k, self.inf), budget)
-        lin = self._pad(self.columns[:, new])
-        c = self.cuts
-        cut, pos, value = self._tangent_values(c.term, c.out, c.a, c.c, new)
-        first = self.h.getNumRow() - c.term.size
-        tangent = scipy.sparse.csc_array((value, (first + cut, pos)), shape=lin.shape)
+            self._open(pairs)
+        # each new entry's coefficients −wp, −wq in the law rows of the terms it enters
+        r = self.entry_row[new][touch.row]
+        wp, wq = self.terms.wp[term, r], self.terms.wq[term, r]
+        law = scipy.sparse.csc_array(
+            (np.concatenate([-wp, -wq]),
+             (np.concatenate([self.prow[term, out], self.qrow[term, out]]), np.tile(touch.row, 2))),
+            shape=(self.h.getNumRow(), new.size))
+        law.eliminate_zeros()
+        block = self._pad(self.columns[:, new]) + law
         self.col_of_entry[new] = self._add_cols(self.full.c[new], np.zeros(new.size),
-                                                np.full(new.size, self.inf), lin + tangent)
+                                                np.full(new.size, self.inf), block)
         self.entries = np.concatenate([self.entries, new])
         if pairs.size:
             n = START_RATIOS.size
@@ -386,15 +396,17 @@ class _Model:
         returns how many."""
         new = _Cuts()
         new.add(self.terms, term, out, ratio)
-        cut, pos, value = self._tangent_values(new.term, new.out, new.a, new.c, self.entries)
+        k = term.size
         rows = scipy.sparse.csr_array(
-            (np.concatenate([value, -np.ones(term.size)]),
-             (np.concatenate([cut, np.arange(term.size)]),
-              np.concatenate([self.col_of_entry[self.entries[pos]], self.tcol[new.term, new.out]]))),
-            shape=(term.size, self.h.getNumCol()))
-        self._add_rows(np.full(term.size, -self.inf), np.zeros(term.size), rows)
+            (np.concatenate([new.a, new.c, -np.ones(k)]),
+             (np.tile(np.arange(k), 3),
+              np.concatenate([self.pcol[term, out], self.qcol[term, out], self.tcol[term, out]]))),
+            shape=(k, self.h.getNumCol()))
+        rows.eliminate_zeros()
+        added = self._add_rows(np.full(k, -self.inf), np.zeros(k), rows)
+        self.cut_rows = np.concatenate([self.cut_rows, added])
         self.cuts.extend(new)
-        return term.size
+        return k
 
     def solve(self, problem: Problem) -> _Round | None:
         """The LP's optimum (``None`` when HiGHS finds none)."""
@@ -422,7 +434,7 @@ class _Model:
                       np.where(self.tcol >= 0, x[np.maximum(self.tcol, 0)], 0.0),
                       dual[n_eq:self.n_lin] if self.full.a_ub is not None else None,
                       np.maximum(-dual[self.n_lin:self.n_lin + n_terms], 0.0),
-                      np.maximum(-dual[self.n_lin + n_terms:], 0.0))
+                      np.maximum(-dual[self.cut_rows], 0.0))
 
 
 @dataclasses.dataclass
@@ -465,70 +477,73 @@ def _bound(problem, full, terms: Terms, cuts: _Cuts, rnd: _Round):
     return bound, entries.reshape(n_prof * n_in, n_out)
 
 
-def run_cuts(opt, problem: Problem, seed: int, progress=None):
-    """Optimizes ``problem`` (:func:`applies`) by column-and-cut generation under ``opt``'s
-    ``gap_tol`` and ``steps`` (the most LP rounds: ``min(steps, 500)``); returns its
-    ``OptimizeResult`` (module docstring). The seed takes no part; it is recorded."""
-    from diffpriv.certification._repair import repair
-    from diffpriv.solvers._linear import smallest_objective
-    from diffpriv.solvers._lp import _build
+class CutsRun:
+    """Column-and-cut generation on ``problem`` (:func:`applies`) under ``opt``'s ``gap_tol`` and
+    ``steps`` (the most LP rounds: ``min(steps, 500)``), one LP round a chunk, as a
+    :class:`._driver.Run` (module docstring). The seed takes no part; it is recorded."""
 
-    start, compiled = time.perf_counter(), compile_seconds()
-    blocks = tuple(b for b in problem.blocks() if b.linear)
-    tighten_rel = min(max(opt.gap_tol / 4.0, TIGHTEST), 1e-2)
-    terms = _terms(problem, tighten_rel)
-    n_out = problem.shape[2]
-    full = _build(problem, blocks)
-    model = _Model(problem, full, terms)
-    mask = problem.support_mask()
-    model.add_entries(np.flatnonzero(_start_support(problem)[mask]))
-    bound, best = smallest_objective(problem), None
-    status, rounds = Status.STEP_LIMIT, 0
-    limit = min(opt.steps, MAX_ROUNDS)
-    column_of = np.full(mask.size, -1)
-    column_of[np.flatnonzero(mask)] = np.arange(model.n_table)
-    while rounds < limit:
-        rounds += 1
+    def __init__(self, opt, problem: Problem, seed: int):
+        from diffpriv.solvers._linear import smallest_objective
+        from diffpriv.solvers._lp import _build
+
+        self.opt, self.problem = opt, problem
+        blocks = tuple(b for b in problem.blocks() if b.linear)
+        self.tighten_rel = min(max(opt.gap_tol / 4.0, TIGHTEST), 1e-2)
+        self.terms = _terms(problem, self.tighten_rel)
+        self.full = _build(problem, blocks)
+        self.model = _Model(problem, self.full, self.terms)
+        self.mask = problem.support_mask()
+        self.model.add_entries(np.flatnonzero(_start_support(problem)[self.mask]))
+        self.bound, self.best, self.rounds, self.rnd = smallest_objective(problem), None, 0, None
+        self.total = min(opt.steps, MAX_ROUNDS)
+        self.column_of = np.full(self.mask.size, -1)
+        self.column_of[np.flatnonzero(self.mask)] = np.arange(self.model.n_table)
+
+    def chunk(self) -> Chunk:
+        from diffpriv.certification._repair import repair
+
+        model, problem, gap_tol = self.model, self.problem, self.opt.gap_tol
+        self.rounds += 1
         rnd = model.solve(problem)
         if rnd is None:
             import highspy
 
             if model.status == highspy.HighsModelStatus.kInfeasible and not model.in_support.all():
                 model.add_entries(np.arange(model.n_table))  # the working support admits no table
-                continue
-            if best is not None:  # keep the best table so far
-                status = Status.STALLED
-                break
+                return Chunk(self.rounds, np.inf)
+            if self.best is not None:  # keep the best table so far
+                return Chunk(self.rounds, relative_gap(self.best[0], self.bound), Status.STALLED)
             raise CutsSolveError(f"optimizer: HiGHS found no optimum of the cut model "
                                  f"({model.h.modelStatusToString(model.status)})")
-        lb, reduced = _bound(problem, full, terms, model.cuts, rnd)
-        bound = max(bound, lb)
-        if relative_gap(rnd.value, bound) <= opt.gap_tol:  # the repaired table can be close enough
+        self.rnd = rnd
+        lb, reduced = _bound(problem, self.full, self.terms, model.cuts, rnd)
+        self.bound = max(self.bound, lb)
+        if relative_gap(rnd.value, self.bound) <= gap_tol:  # the repaired table can be close enough
             fixed = repair(problem, rnd.table).table
             loss = problem.objective_value(fixed)
-            if best is None or loss < best[0]:
-                best = (loss, fixed)
-        gap = relative_gap(best[0], bound) if best is not None else relative_gap(rnd.value, bound)
-        if progress is not None:
-            progress(rounds, limit, gap)
-        if best is not None and gap <= opt.gap_tol:
-            status = Status.CONVERGED
-            break
-        support = np.zeros(mask.size, bool)
-        support[np.flatnonzero(mask)] = model.in_support
+            if self.best is None or loss < self.best[0]:
+                self.best = (loss, fixed)
+        gap = relative_gap(self.best[0] if self.best is not None else rnd.value, self.bound)
+        if self.best is not None and gap <= gap_tol:
+            return Chunk(self.rounds, gap, Status.CONVERGED)
+        support = np.zeros(self.mask.size, bool)
+        support[np.flatnonzero(self.mask)] = model.in_support
         added = _add_cuts(model, rnd) + model.add_entries(
-            column_of[_new_columns(support.reshape(-1, n_out), reduced)])
+            self.column_of[_new_columns(support.reshape(-1, problem.shape[2]), reduced)])
         if not added:  # the LP's optimum at the tightened budgets: what tightening costs
-            if tighten_rel <= TIGHTEST:
-                status = Status.STALLED
-                break
-            tighten_rel = max(tighten_rel / 10.0, TIGHTEST)
-            model.set_budgets(_terms(problem, tighten_rel).budget)
-    if best is None:
-        fixed = repair(problem, rnd.table).table
-        best = (problem.objective_value(fixed), fixed)
-    return make_result(problem, best[1], bound, status=status, steps=rounds, start=start, compiled=compiled,
-                       seed=seed, options=opt, plan="cuts", method="cuts")
+            if self.tighten_rel <= TIGHTEST:
+                return Chunk(self.rounds, gap, Status.STALLED)
+            self.tighten_rel = max(self.tighten_rel / 10.0, TIGHTEST)
+            model.set_budgets(_terms(problem, self.tighten_rel).budget)
+        return Chunk(self.rounds, gap)
+
+    def finish(self, status: Status) -> Outcome:
+        from diffpriv.certification._repair import repair
+
+        if self.best is None:
+            fixed = repair(self.problem, self.rnd.table).table
+            self.best = (self.problem.objective_value(fixed), fixed)
+        return Outcome(self.best[1], self.bound, status, plan="cuts", method="cuts")
 
 
 def _add_cuts(model: _Model, rnd: _Round) -> int:

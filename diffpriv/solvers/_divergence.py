@@ -81,10 +81,14 @@ class DivergenceData(NamedTuple):
         return sum(int(e.shape[0]) for e in self.eps)
 
 
-def divergence_data(problem: Problem) -> tuple[DivergenceData, tuple[Kind, ...]]:
+def divergence_data(problem: Problem,
+                    n_rows: int | None = None) -> tuple[DivergenceData, tuple[Kind, ...]]:
     """The nonlinear blocks of ``problem`` as :class:`DivergenceData`, and their kinds (one group
-    per divergence, and per ground metric for Wasserstein blocks)."""
+    per divergence, and per ground metric for Wasserstein blocks); ``n_rows``: the weights padded
+    with zero columns to the solvers' rows (the transport objective's plan rows take no part in
+    the divergences)."""
     ns, nx, _ = problem.shape
+    width = ns * nx if n_rows is None else n_rows
     groups: dict[tuple, list] = {}
     geometry: dict[tuple, tuple] = {}
     for block in problem.blocks():
@@ -104,8 +108,10 @@ def divergence_data(problem: Problem) -> tuple[DivergenceData, tuple[Kind, ...]]
             for w, s, side in ((wa, block.sa, block.wa), (wb, block.sb, block.wb)):
                 w.reshape(k, ns, nx)[np.arange(k), s] = side / side.sum(axis=1, keepdims=True)
         key = (block.divergence, block.alpha, None if block.ground is None else block.ground.tobytes())
+        pad = ((0, 0), (0, width - ns * nx))
         groups.setdefault(key, []).append(
-            (wa, wb, np.asarray(block.eps, np.float64), np.full(k, not block.directed)))
+            (np.pad(wa, pad), np.pad(wb, pad), np.asarray(block.eps, np.float64),
+             np.full(k, not block.directed)))
         geometry[key] = _geometry(problem, block)
     keys = tuple(groups)
     parts = [tuple(np.concatenate(col) for col in zip(*groups[key], strict=True)) for key in keys]

@@ -1,11 +1,18 @@
 """What every solver of the optimizer shares: the result type, its statuses, the one relative-gap
-rule, the finiteness check and the compilation clock.
+rule, the finiteness check, the compilation clock, and the loop that drives a run.
 
-The solvers (restarted mirror PDHG in :mod:`._optimizer`, the lifted transport PDHG of
-:mod:`._transport_pdhg`, the smoothed dual of :mod:`._dual`, the augmented Lagrangian of
-:mod:`._nonlinear`) all build their :class:`OptimizeResult` with :func:`make_result`, so the
-gap is computed one way and the status is one of :class:`Status`. This module imports no other
-solver module: the solvers import it, never each other in a circle.
+A solver is a :class:`Run`: its constructor is the *init* (data, starting point), :meth:`Run.chunk`
+runs a chunk of steps and says whether the run has ended, :meth:`Run.finish` hands back the
+table and bound as an :class:`Outcome`. :func:`drive` is the one loop around them: the clock,
+the progress reports between chunks, the step limit, and the :class:`OptimizeResult`, built by
+:func:`make_result` so that the gap is computed one way and the status is one of
+:class:`Status`. The runs: restarted mirror PDHG (:class:`._pdhg_run.PDHGRun`), the lifted
+transport PDHG (:class:`._transport_pdhg.TransportRun`), the smoothed dual
+(:class:`._dual.DualRun`), the augmented Lagrangian (:class:`._nonlinear.ALRun`,
+:class:`._pdhg_run.LinearALRun`), column-and-cut generation (:class:`._cuts.CutsRun`) and the
+exact references (:class:`._exact.ExactRun`); :data:`._methods.SOLVERS` names them and
+:func:`._methods.route` picks one. This module imports no other solver module: the solvers
+import it, never each other in a circle.
 """
 
 from __future__ import annotations
@@ -13,11 +20,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 import time
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
 
 import jax
 import numpy as np
 
-__all__ = ["OptimizeResult", "Status", "check_finite", "compile_seconds", "make_result", "relative_gap"]
+__all__ = ["Chunk", "OptimizeResult", "Outcome", "Run", "Status", "check_finite", "compile_seconds", "drive",
+           "make_result", "relative_gap"]
 
 
 class Status(enum.StrEnum):
@@ -163,3 +173,63 @@ def make_result(problem, table: np.ndarray, bound: float, *, status: str, steps:
         status=Status(status).value, history={} if history is None else history,
         options=dataclasses.asdict(options), state=state, plan=plan,
         compile_seconds=compile_seconds() - compiled, method=method)
+
+
+class Chunk(NamedTuple):
+    """What :meth:`Run.chunk` reports."""
+
+    done: int
+    """Steps taken so far, in the run's own unit (PDHG steps, L-BFGS steps, LP rounds)."""
+    gap: float
+    """The gap to report as progress (the best table's relative gap to the bound so far)."""
+    status: Status | None = None
+    """How the run ended, or ``None`` while it goes on."""
+
+
+class Outcome(NamedTuple):
+    """What :meth:`Run.finish` hands back: the fields of :class:`OptimizeResult` a run decides."""
+
+    table: np.ndarray
+    """``[S, X, Y]`` row-stochastic table."""
+    bound: float
+    status: Status
+    violation: float = 0.0
+    state: object = None
+    history: dict | None = None
+    plan: str = "standard"
+    method: str = "pdhg"
+
+
+class Run(Protocol):
+    """One solver's run of one problem (the constructor is its init: data and starting point)."""
+
+    total: int
+    """The step limit, in the unit of :attr:`Chunk.done`."""
+
+    def chunk(self) -> Chunk:
+        """Runs a chunk of steps."""
+        ...
+
+    def finish(self, status: Status) -> Outcome:
+        """The run's table and bound, once it ended with ``status`` (:attr:`Status.STEP_LIMIT`
+        when the steps ran out); a run may overrule the status (e.g. ``"infeasible"``)."""
+        ...
+
+
+def drive(make: Callable[[], Run], problem, options, seed: int,
+          progress: Callable[[int, int, float], None] | None = None) -> OptimizeResult:
+    """Runs ``make()`` (the clock starts before it, so that building the run's data and compiling
+    count) chunk by chunk until it ends or its steps run out, calling ``progress(done, total, gap)``
+    after each chunk; returns the :class:`OptimizeResult` of its :class:`Outcome` (``options``:
+    the settings recorded in it)."""
+    start, compiled = time.perf_counter(), compile_seconds()
+    run = make()
+    done, status = 0, None
+    while status is None and done < run.total:
+        done, gap, status = run.chunk()
+        if progress is not None:
+            progress(min(done, run.total), run.total, gap)
+    out = run.finish(Status.STEP_LIMIT if status is None else status)
+    return make_result(problem, out.table, out.bound, status=out.status, steps=done, start=start,
+                       compiled=compiled, seed=seed, options=options, violation=out.violation,
+                       state=out.state, plan=out.plan, history=out.history, method=out.method)

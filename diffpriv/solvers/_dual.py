@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from typing import NamedTuple
 
 import jax
@@ -46,7 +45,7 @@ import optax
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
-from diffpriv.solvers._driver import Status, compile_seconds, make_result, relative_gap
+from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 from diffpriv.solvers._linear import (
     LinearData,
     epigraph_weights,
@@ -58,7 +57,7 @@ from diffpriv.solvers._linear import (
     tighten,
 )
 
-__all__ = ["DualData", "Group", "applies", "dual_data", "f_budget", "f_divergences", "family", "run_dual"]
+__all__ = ["DualData", "DualRun", "Group", "applies", "dual_data", "f_budget", "f_divergences", "family"]
 
 Family = tuple[str, float]
 """``("kl", 1)``, ``("power", α)`` (``f = t^α`` for α > 1, ``−t^α`` for α < 1), or ``("tv", 1)``,
@@ -380,66 +379,72 @@ def dual_data(problem: Problem, tighten_rel: float) -> tuple[DualData, tuple[Fam
     return DualData(lin, true, tuple(groups), jnp.asarray(tau_w)), tuple(families), scale
 
 
-def run_dual(opt, problem: Problem, seed: int, progress=None, *, budget_scale: float = 1.0,
-             init: dict | None = None):
-    """Optimizes ``problem`` (divergence constraints, :func:`applies`) by the smoothed dual under
-    the settings of ``opt``; returns its ``OptimizeResult`` (module docstring), whose ``state``
-    is the final multipliers. ``progress(done, total, gap)`` is called after each chunk.
+class DualRun:
+    """The smoothed dual on ``problem`` (divergence constraints, :func:`applies`) under the
+    settings of ``opt``, as a :class:`._driver.Run` (module docstring); the result's ``state`` is
+    the final multipliers.
 
     ``budget_scale``: every constraint's ε times this (``solve_batch``); ``init``: multipliers to
     start from (the ``state`` of a run of the same problem, e.g. at a neighbouring budget). The seed
     takes no part (the start is deterministic); it is recorded."""
-    from diffpriv.certification._repair import repair
 
-    start, compiled = time.perf_counter(), compile_seconds()
-    if budget_scale != 1.0:  # a problem of its own: the repairs check the budgets it solves for
-        problem = dataclasses.replace(problem, constraints=tuple(
-            dataclasses.replace(c, epsilon=c.epsilon * budget_scale) for c in problem.constraints))
-    worst = bool(problem.objective.epigraph)
-    rel = min(max(opt.gap_tol / 4.0, 1e-7), 1e-2)
-    data, families, scale = dual_data(problem, rel)
-    params = init_params(data, families, worst) if init is None else init
-    floor = smallest_objective(problem)
-    state = _init_state(params)
-    tau, done, status = TAU0, 0, Status.STEP_LIMIT
-    bound, best, last = floor, None, None
-    while done < opt.steps:
-        params, state, value = _chunk(data, families, worst, done == 0 and init is None, jnp.asarray(tau),
-                                      params, state)
-        done += CHUNK
+    def __init__(self, opt, problem: Problem, seed: int, *, budget_scale: float = 1.0,
+                 init: dict | None = None):
+        if budget_scale != 1.0:  # a problem of its own: the repairs check the budgets it solves for
+            problem = dataclasses.replace(problem, constraints=tuple(
+                dataclasses.replace(c, epsilon=c.epsilon * budget_scale) for c in problem.constraints))
+        self.opt, self.problem, self.warm = opt, problem, init is not None
+        self.worst = bool(problem.objective.epigraph)
+        rel = min(max(opt.gap_tol / 4.0, 1e-7), 1e-2)
+        self.data, self.families, self.scale = dual_data(problem, rel)
+        self.params = init_params(self.data, self.families, self.worst) if init is None else init
+        self.state = _init_state(self.params)
+        self.total = opt.steps
+        self.tau, self.done = TAU0, 0
+        self.bound, self.best, self.last = smallest_objective(problem), None, None
+
+    def chunk(self) -> Chunk:
+        from diffpriv.certification._repair import repair
+
+        problem, data, families, worst = self.problem, self.data, self.families, self.worst
+        gap_tol = self.opt.gap_tol
+        self.params, self.state, value = _chunk(data, families, worst, self.done == 0 and not self.warm,
+                                                jnp.asarray(self.tau), self.params, self.state)
+        self.done += CHUNK
         value = -float(value)
-        lb, rows = _look(data, families, worst, jnp.asarray(tau), params)
-        bound = max(bound, float(lb) * scale)
-        table = the_table(problem, np.asarray(rows, np.float64))
-        obj = problem.objective_value(table)
-        gap = relative_gap(obj, bound)
-        if gap <= opt.gap_tol and np.isfinite(gap):
+        lb, rows = _look(data, families, worst, jnp.asarray(self.tau), self.params)
+        self.bound = max(self.bound, float(lb) * self.scale)
+        self.table = table = the_table(problem, np.asarray(rows, np.float64))
+        gap = relative_gap(problem.objective_value(table), self.bound)
+        if gap <= gap_tol and np.isfinite(gap):
             for mixing in (True, False):  # inflation only if the mixing falls short
-                if best is not None and relative_gap(best[0], bound) <= opt.gap_tol:
+                if self.best is not None and relative_gap(self.best[0], self.bound) <= gap_tol:
                     break
                 fixed = (repair(problem, table).table if mixing else
-                         _repair_by_inflation(problem, data, families, worst, jnp.asarray(tau), params))
+                         _repair_by_inflation(problem, data, families, worst, jnp.asarray(self.tau),
+                                              self.params))
                 if fixed is not None:
                     loss = problem.objective_value(fixed)
-                    if best is None or loss < best[0]:
-                        best = (loss, fixed)
-            if relative_gap(best[0], bound) <= opt.gap_tol:
-                status = Status.CONVERGED
-                break
-        if progress is not None:
-            progress(min(done, opt.steps), opt.steps, gap)
-        stalled = last is not None and value - last <= STAGE_STALL * tau * abs(value)
-        last = value
+                    if self.best is None or loss < self.best[0]:
+                        self.best = (loss, fixed)
+            if relative_gap(self.best[0], self.bound) <= gap_tol:
+                return Chunk(self.done, relative_gap(self.best[0], self.bound), Status.CONVERGED)
+        stalled = self.last is not None and value - self.last <= STAGE_STALL * self.tau * abs(value)
+        self.last = value
         if stalled:
-            if tau <= TAU_MIN:
-                status = Status.STALLED
-                break
-            tau, last = tau / TAU_FACTOR, None
-            state = _init_state(params)
-    if best is None:
-        fixed = repair(problem, table)
-        best = (problem.objective_value(fixed.table), fixed.table)
-    if bool(proves_infeasible(data.true_lin._replace(largest=data.true_lin.largest * scale), bound)):
-        status = Status.INFEASIBLE
-    return make_result(problem, best[1], bound, status=status, steps=done, start=start, compiled=compiled,
-                       seed=seed, options=opt, state=params, plan="dual", method="dual")
+            if self.tau <= TAU_MIN:
+                return Chunk(self.done, gap, Status.STALLED)
+            self.tau, self.last = self.tau / TAU_FACTOR, None
+            self.state = _init_state(self.params)
+        return Chunk(self.done, gap)
+
+    def finish(self, status: Status) -> Outcome:
+        from diffpriv.certification._repair import repair
+
+        if self.best is None:
+            fixed = repair(self.problem, self.table)
+            self.best = (self.problem.objective_value(fixed.table), fixed.table)
+        true_lin = self.data.true_lin
+        if bool(proves_infeasible(true_lin._replace(largest=true_lin.largest * self.scale), self.bound)):
+            status = Status.INFEASIBLE
+        return Outcome(self.best[1], self.bound, status, state=self.params, plan="dual", method="dual")

@@ -11,30 +11,37 @@ is faster than diffpriv's own solver.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._convex import solve_convex
-from diffpriv.solvers._driver import OptimizeResult, Status, compile_seconds, make_result
+from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 from diffpriv.solvers._lp import solve_lp
 
-__all__ = ["run_exact"]
+__all__ = ["ExactRun"]
 
 
-def run_exact(opt, problem: Problem, seed: int) -> OptimizeResult:
-    """Solves ``problem`` with the exact reference under the settings ``opt`` (recorded in the
-    result). Raises what the reference raises (``ReferenceSolveError``, ``ConvexSolveError``,
-    ``ImportError`` without cvxpy, ``ValueError`` for an ``e^ε`` that overflows)."""
-    start, compiled = time.perf_counter(), compile_seconds()
-    if problem.linear:
-        with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ValueError
-            ref = solve_lp(problem)
-        bound, name = ref.bound, "highs"
-    else:
-        ref = solve_convex(problem)
-        bound, name = ref.value, "clarabel"
-    return make_result(problem, ref.table, bound, status=Status.CONVERGED, steps=0, start=start,
-                       compiled=compiled, seed=seed, options=opt, violation=ref.violation,
-                       plan="exact", method=name)
+class ExactRun:
+    """The exact reference on ``problem`` under the settings ``opt`` (recorded in the result), as a
+    :class:`._driver.Run` of one chunk (no steps). Raises what the reference raises
+    (``ReferenceSolveError``, ``ConvexSolveError``, ``ImportError`` without cvxpy, ``ValueError``
+    for an ``e^ε`` that overflows)."""
+
+    total = 1
+
+    def __init__(self, opt, problem: Problem, seed: int):
+        self.problem = problem
+
+    def chunk(self) -> Chunk:
+        if self.problem.linear:
+            with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ValueError
+                ref = solve_lp(self.problem)
+            self.bound, self.name = ref.bound, "highs"
+        else:
+            ref = solve_convex(self.problem)
+            self.bound, self.name = ref.value, "clarabel"
+        self.ref = ref
+        return Chunk(0, relative_gap(self.problem.objective_value(ref.table), self.bound), Status.CONVERGED)
+
+    def finish(self, status: Status) -> Outcome:
+        return Outcome(self.ref.table, self.bound, status, self.ref.violation, plan="exact", method=self.name)

@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["METHODS", "auto_cuts", "choose", "cuts_apply", "exact_solver"]
+__all__ = ["METHODS", "SOLVERS", "auto_cuts", "choose", "cuts_apply", "exact_solver", "first_order", "route",
+           "solver_class"]
 
 METHODS = {
     "auto": "'cuts' for f-divergence constraints; else the exact reference where it is predicted "
@@ -55,7 +56,20 @@ METHODS = {
     "al": "the augmented-Lagrangian baseline",
     "exact": "the exact reference: HiGHS for linear constraints, Clarabel (cvxpy) otherwise",
 }
-"""Every ``optimizer.method`` and what it runs."""
+"""Every ``optimizer.method`` and what it runs (:class:`._options.Options` derives its allowed values
+from these keys)."""
+
+SOLVERS = {
+    "pdhg": "diffpriv.solvers._pdhg_run:PDHGRun",
+    "linear al": "diffpriv.solvers._pdhg_run:LinearALRun",
+    "transport pdhg": "diffpriv.solvers._transport_pdhg:TransportRun",
+    "dual": "diffpriv.solvers._dual:DualRun",
+    "al": "diffpriv.solvers._nonlinear:ALRun",
+    "cuts": "diffpriv.solvers._cuts:CutsRun",
+    "exact": "diffpriv.solvers._exact:ExactRun",
+}
+"""Every solver: its :class:`._driver.Run` (``module:class``, imported on use, so that this table
+loads no JAX). A new solver is its run class, a line here, and a case in :func:`route`."""
 
 MIXTURE_ENTRIES = 25_000_000
 PAIR_ENTRIES = 800_000
@@ -69,15 +83,31 @@ many table entries (about 12×12): on the Gaussian-mixture grids of
 1.1–2.3× on 10×10, and ``"cuts"`` 1.4–11× faster on 16×16."""
 
 
-def _own_solver_is_al(problem) -> bool:
-    """Whether diffpriv's solver for this nonlinear problem would be the augmented Lagrangian:
-    neither the lifted PDHG nor the smoothed dual applies (their own tests,
-    :func:`._transport_pdhg.applies` and :func:`._dual.applies`, on the problem's divergence
-    kinds; these modules load JAX, so only a nonlinear problem's choice does)."""
+def _kinds(problem) -> tuple[tuple[str, float], ...]:
+    """The problem's nonlinear divergences ``(name, α)``, each once, in order."""
+    return tuple(dict.fromkeys((b.divergence, b.alpha) for b in problem.blocks() if not b.linear))
+
+
+def first_order(problem, method: str = "pdhg") -> str:
+    """diffpriv's first-order solver for ``problem`` (a key of :data:`SOLVERS`): ``"pdhg"`` on
+    linear constraints; with Wasserstein ones only, the lifted ``"transport pdhg"``
+    (:func:`._transport_pdhg.applies`); with divergences between item laws the smoothed
+    ``"dual"`` (:func:`._dual.applies`); else the augmented Lagrangian (``"al"``, and for
+    ``method = "al"`` except where the lifted PDHG applies). The tests load JAX, so only a
+    nonlinear problem's choice does."""
+    if problem.linear:
+        return "linear al" if method == "al" else "pdhg"
     from diffpriv.solvers import _dual, _transport_pdhg
 
-    kinds = tuple(dict.fromkeys((b.divergence, b.alpha) for b in problem.blocks() if not b.linear))
-    return not (_transport_pdhg.applies(problem, kinds) or _dual.applies(problem, kinds))
+    kinds = _kinds(problem)
+    if _transport_pdhg.applies(problem, kinds):
+        return "transport pdhg"
+    return "dual" if method != "al" and _dual.applies(problem, kinds) else "al"
+
+
+def _own_solver_is_al(problem) -> bool:
+    """Whether diffpriv's solver for this nonlinear problem would be the augmented Lagrangian."""
+    return first_order(problem) == "al"
 
 
 def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
@@ -111,8 +141,7 @@ def cuts_apply(problem) -> bool:
         return False
     from diffpriv.solvers import _cuts
 
-    kinds = tuple(dict.fromkeys((b.divergence, b.alpha) for b in problem.blocks() if not b.linear))
-    return _cuts.applies(problem, kinds)
+    return _cuts.applies(problem, _kinds(problem))
 
 
 def _row_pairs(problem) -> bool:
@@ -143,3 +172,30 @@ def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -
         small = ns * nx * ny <= CUTS_FROM and exact_solver(problem, gap_tol) == "clarabel"
         return "exact" if small else "cuts"
     return "exact" if exact_solver(problem, gap_tol) else "pdhg"
+
+
+def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> tuple[str, ...]:
+    """The solvers (keys of :data:`SOLVERS`) to run ``problem`` with under ``optimizer.method``,
+    in order: the first that does not fail runs it. An explicit method names one solver (raising
+    ``ValueError`` where ``"cuts"`` does not apply); ``"auto"`` (:func:`choose`) falls back from
+    the exact reference to ``"cuts"`` (where :func:`auto_cuts`) and to the first-order solver,
+    and from ``"cuts"`` to the first-order solver."""
+    chosen = choose(problem, method, gap_tol=gap_tol, warm=warm)
+    if chosen == "cuts" and not cuts_apply(problem):
+        raise ValueError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
+                         "reverse KL, chi2, Hellinger, Renyi, TV) and an objective other "
+                         "than the transport loss")
+    if chosen in ("pdhg", "al"):
+        return (first_order(problem, chosen),)
+    if method != "auto":
+        return (chosen,)
+    rest = ("cuts",) if chosen == "exact" and auto_cuts(problem) else ()
+    return (chosen, *rest, first_order(problem))
+
+
+def solver_class(name: str):
+    """The :class:`._driver.Run` class of solver ``name`` (:data:`SOLVERS`)."""
+    import importlib
+
+    module, cls = SOLVERS[name].split(":")
+    return getattr(importlib.import_module(module), cls)

@@ -1,8 +1,8 @@
-"""The optimizer's run on problems with divergence constraints (KL, χ², Hellinger, Rényi, …).
+"""The augmented Lagrangian's run on problems with divergence constraints (KL, χ², Hellinger,
+Rényi, Wasserstein, …) that no other solver takes (:func:`._methods.first_order`).
 
-PDHG's steps are built for linear constraints; a problem with a block that is not linear
-(:attr:`~diffpriv.problems._blocks.PairBlock.linear`) runs the augmented Lagrangian of
-:mod:`diffpriv.solvers._al` instead: rounds of L-BFGS steps (with an Adam fallback) on the
+PDHG's steps are built for linear constraints; such a problem runs the augmented Lagrangian of
+:mod:`diffpriv.solvers._al` instead (:class:`ALRun`): rounds of L-BFGS steps (with an Adam fallback) on the
 softmax logits and a multiplier update, in jit-compiled chunks; the divergences are the
 residuals of :mod:`diffpriv.solvers._divergence`, and the certified lower bound linearises them
 (Frank–Wolfe on the Lagrangian at each chunk's multipliers). The settings below were measured on
@@ -11,18 +11,12 @@ the 6×6 benchmark problems (``benchmarks/divergence_optimality.py``, ``benchmar
 
 from __future__ import annotations
 
-import time
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers import (
-    _dual,
-    _transport_pdhg,
-    _x64,  # noqa: F401  (float64 before any array is made)
-)
+from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 from diffpriv.solvers._al import al_init, al_output, al_run
 from diffpriv.solvers._divergence import (
     divergence_data,
@@ -30,7 +24,7 @@ from diffpriv.solvers._divergence import (
     frank_wolfe_bound,
     transport_dual_bound,
 )
-from diffpriv.solvers._driver import Status, check_finite, compile_seconds, make_result, relative_gap
+from diffpriv.solvers._driver import Chunk, Outcome, Status, check_finite, relative_gap
 from diffpriv.solvers._linear import (
     epigraph_weights,
     linear_data,
@@ -42,7 +36,7 @@ from diffpriv.solvers._linear import (
     tighten,
 )
 
-__all__ = ["run_nonlinear"]
+__all__ = ["ALRun", "batch_nonlinear"]
 
 NONLINEAR_TIGHTEN = 1e-6
 """Divergence budgets are solved for at ``ε·(1 − 10^-6)``."""
@@ -112,23 +106,10 @@ def _nonlinear_bound_jit(data, u, nu, worst, nonlinear, kinds, table, lam):
     return jnp.maximum(fw, transport_dual_bound(bound_of, nonlinear, kinds, start, lam, TRANSPORT_DUAL_STEPS))
 
 
-def _divergence_data(problem: Problem, n_rows: int):
-    """:func:`._divergence.divergence_data`, its weights padded to the solvers' ``n_rows`` rows
-    (the transport objective's plan rows take no part in the divergences)."""
-    nl, kinds = divergence_data(problem)
-
-    def pad(ws):
-        return tuple(jnp.pad(w, ((0, 0), (0, n_rows - w.shape[1]))) for w in ws)
-
-    return nl._replace(wa=pad(nl.wa), wb=pad(nl.wb)), kinds
-
-
-def run_nonlinear(opt, problem: Problem, seed: int, progress=None):
-    """Optimizes ``problem`` (with divergence constraints) under the settings of ``opt`` (an
-    :class:`~diffpriv.solvers._optimizer.Optimizer`); returns its ``OptimizeResult``;
-    ``progress(done, total, gap)`` is called after each chunk. When its only
-    nonlinear constraints are Wasserstein ones it is an LP in the table and the couplings, and
-    the lifted PDHG of :mod:`._transport_pdhg` runs it instead (:func:`._transport_pdhg.applies`).
+class ALRun:
+    """The augmented Lagrangian (:mod:`._al`) on a problem with divergence constraints, under the
+    settings of ``opt`` (an :class:`~diffpriv.solvers._optimizer.Optimizer`), as a
+    :class:`._driver.Run`; :func:`._methods.route` sends it the problems no other solver takes.
 
     Budgets are tightened by ``NONLINEAR_TIGHTEN`` (relative) so that little repair is needed.
     Rounds of ``NONLINEAR_INNER`` steps run in compiled chunks of ``NONLINEAR_CHUNK`` rounds,
@@ -140,71 +121,59 @@ def run_nonlinear(opt, problem: Problem, seed: int, progress=None):
     chunk moved the objective by less than ``STALL · gap_tol`` or threw the table off
     (``"stalled"``: the bound is looser than the table), or when ``steps`` ran out.
     """
-    start, compiled = time.perf_counter(), compile_seconds()
-    worst = problem.objective.epigraph
-    true_data = linear_data(problem, nonlinear=True)
-    data = tighten(true_data)
-    true_nl, kinds = _divergence_data(problem, true_data.cost.shape[0])
-    if _transport_pdhg.applies(problem, kinds):
-        return _transport_pdhg.run_transport(opt, problem, seed, true_data, true_nl, kinds, progress)
-    if opt.method != "al" and _dual.applies(problem, kinds):
-        return _dual.run_dual(opt, problem, seed, progress)
-    nl = true_nl._replace(eps=tuple(e * (1.0 - NONLINEAR_TIGHTEN) for e in true_nl.eps))
-    state = _al_init_jit(data, jax.random.PRNGKey(seed), nl)
-    done, status, bound, best, last = 0, Status.STEP_LIMIT, smallest_objective(problem), None, None
-    while done < opt.steps:
-        state = _al_chunk_jit(data, _remix(data, state, REMIX), worst, nl, kinds)
-        done += NONLINEAR_CHUNK * NONLINEAR_INNER
-        table, mu, nu, lam = al_output(data, state, worst)
-        bound = max(bound, float(_nonlinear_bound_jit(true_data, mu, nu, worst, true_nl, kinds,
-                                                      table, lam)))
-        table = np.asarray(table, np.float64)
-        key = (divergence_violation(true_data, true_nl, kinds, table) > NONLINEAR_VIOL_TOL,
-               problem.objective_value(the_table(problem, table)))
-        if best is None or key < best[0]:
-            best = (key, table)
-        if progress is not None:
-            progress(min(done, opt.steps), opt.steps, relative_gap(best[0][1], bound))
-        if not best[0][0] and relative_gap(best[0][1], bound) <= opt.gap_tol:
-            status = Status.CONVERGED
-            break
-        thrown = last is not None and not last[0] and key[1] > last[1] * (1 + opt.gap_tol)
-        still = last is not None and not key[0] and abs(last[1] - key[1]) <= STALL * opt.gap_tol * key[1]
-        if thrown or still:
-            status = Status.STALLED  # no progress, or a round threw the table off: keep the best
-            break
-        last = key
-    rows = np.array(best[1], dtype=np.float64)
-    rows /= rows.sum(axis=-1, keepdims=True)
-    check_finite(rows)
-    if bool(proves_infeasible(true_data, bound)):
-        status = Status.INFEASIBLE
-    return make_result(problem, the_table(problem, rows), bound, status=status, steps=done, start=start,
-                       compiled=compiled, seed=seed, options=opt,
-                       violation=divergence_violation(true_data, true_nl, kinds, rows), method="al")
 
+    def __init__(self, opt, problem: Problem, seed: int):
+        self.opt, self.problem = opt, problem
+        self.worst = problem.objective.epigraph
+        self.true_data = linear_data(problem, nonlinear=True)
+        self.data = tighten(self.true_data)
+        self.true_nl, self.kinds = divergence_data(problem, self.true_data.cost.shape[0])
+        self.nl = self.true_nl._replace(eps=tuple(e * (1.0 - NONLINEAR_TIGHTEN) for e in self.true_nl.eps))
+        self.state = _al_init_jit(self.data, jax.random.PRNGKey(seed), self.nl)
+        self.total = opt.steps
+        self.done, self.bound, self.best, self.last = 0, smallest_objective(problem), None, None
+
+    def chunk(self) -> Chunk:
+        data, true_data, kinds, problem = self.data, self.true_data, self.kinds, self.problem
+        gap_tol = self.opt.gap_tol
+        self.state = _al_chunk_jit(data, _remix(data, self.state, REMIX), self.worst, self.nl, kinds)
+        self.done += NONLINEAR_CHUNK * NONLINEAR_INNER
+        table, mu, nu, lam = al_output(data, self.state, self.worst)
+        self.bound = max(self.bound, float(_nonlinear_bound_jit(true_data, mu, nu, self.worst, self.true_nl,
+                                                                kinds, table, lam)))
+        table = np.asarray(table, np.float64)
+        key = (divergence_violation(true_data, self.true_nl, kinds, table) > NONLINEAR_VIOL_TOL,
+               problem.objective_value(the_table(problem, table)))
+        if self.best is None or key < self.best[0]:
+            self.best = (key, table)
+        gap = relative_gap(self.best[0][1], self.bound)
+        if not self.best[0][0] and gap <= gap_tol:
+            return Chunk(self.done, gap, Status.CONVERGED)
+        last, self.last = self.last, key
+        thrown = last is not None and not last[0] and key[1] > last[1] * (1 + gap_tol)
+        still = last is not None and not key[0] and abs(last[1] - key[1]) <= STALL * gap_tol * key[1]
+        # no progress, or a round threw the table off: keep the best
+        return Chunk(self.done, gap, Status.STALLED if thrown or still else None)
+
+    def finish(self, status: Status) -> Outcome:
+        rows = np.array(self.best[1], dtype=np.float64)
+        rows /= rows.sum(axis=-1, keepdims=True)
+        check_finite(rows)
+        if bool(proves_infeasible(self.true_data, self.bound)):
+            status = Status.INFEASIBLE
+        return Outcome(the_table(self.problem, rows), self.bound, status,
+                       divergence_violation(self.true_data, self.true_nl, self.kinds, rows), method="al")
 
 
 def batch_nonlinear(opt, problem: Problem, scales, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``solve_batch`` for a problem with divergence constraints: every budget ``ε`` (linear and
-    divergence) times each of ``scales``, as one ``vmap``-ed compiled program of
+    """``solve_batch`` by the augmented Lagrangian: every budget ``ε`` (linear and divergence)
+    times each of ``scales``, as one ``vmap``-ed compiled program of
     ``ceil(steps / (NONLINEAR_CHUNK · NONLINEAR_INNER))`` chunks of rounds (no early stop: a
     batch runs its chunks in lockstep), then each element's bound. Returns ``(tables [B, S, X,
-    Y], lower_bounds [B])``; the tables are the last chunk's (not certified). Wasserstein-only
-    problems run the lifted PDHG's batch instead (:func:`._transport_pdhg.batch_transport`)."""
+    Y], lower_bounds [B])``; the tables are the last chunk's (not certified)."""
     worst = problem.objective.epigraph
     base = linear_data(problem, nonlinear=True)
-    nl, kinds = _divergence_data(problem, base.cost.shape[0])
-    if _transport_pdhg.applies(problem, kinds):
-        return _transport_pdhg.batch_transport(opt, problem, scales, seed, base, nl, kinds)
-    if opt.method != "al" and _dual.applies(problem, kinds):  # one budget after another, warm-started
-        tables, bounds, state = [], [], None
-        for scale in np.asarray(scales, np.float64):
-            r = _dual.run_dual(opt, problem, seed, budget_scale=float(scale), init=state)
-            tables.append(r.table)
-            bounds.append(r.lower_bound)
-            state = r.state
-        return np.stack(tables), np.asarray(bounds)
+    nl, kinds = divergence_data(problem, base.cost.shape[0])
     scales = jnp.asarray(scales, dtype=base.cost.dtype)
     chunks = max(1, -(-opt.steps // (NONLINEAR_CHUNK * NONLINEAR_INNER)))
     tables, bounds = _batch_jit(base, nl, scales, jax.random.PRNGKey(seed), worst, kinds, chunks)

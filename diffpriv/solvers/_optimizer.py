@@ -22,12 +22,15 @@ bound linearises the divergences (:mod:`diffpriv.solvers._divergence`). A proble
 such constraints are Wasserstein ones (expected or transport objective, linear comparisons
 without δ) is an LP once each comparison's coupling is a variable: it runs a restarted mirror
 PDHG on the table and the couplings (:mod:`diffpriv.solvers._transport_pdhg`, result plan ``"transport"``).
+
+Which of these runs is :func:`._methods.route`'s choice (with the fallbacks of ``"auto"``); each is
+a :class:`._driver.Run`, and :func:`._driver.drive` runs it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
+import functools
 from collections.abc import Callable
 
 import jax
@@ -40,30 +43,24 @@ from diffpriv.solvers import (
     _pdhg,
     _x64,  # noqa: F401  (float64 before any array is made)
 )
-from diffpriv.solvers._al import solve_al
 from diffpriv.solvers._convex import ConvexSolveError
-from diffpriv.solvers._cuts import CutsSolveError, run_cuts
-from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, compile_seconds, make_result
-from diffpriv.solvers._exact import run_exact
-from diffpriv.solvers._linear import (
-    LinearData,
-    linear_data,
-    lower_bound,
-    lower_bound_by_columns,
-    operator,
-    proves_infeasible,
-    sparse_matrix,
-    the_table,
-    tighten,
-)
+from diffpriv.solvers._cuts import CutsRun, CutsSolveError
+from diffpriv.solvers._driver import OptimizeResult, check_finite, drive
+from diffpriv.solvers._dual import DualRun
+from diffpriv.solvers._linear import linear_data, operator, sparse_matrix, the_table, tighten
 from diffpriv.solvers._lp import ReferenceSolveError
-from diffpriv.solvers._methods import auto_cuts, choose, cuts_apply
-from diffpriv.solvers._nonlinear import batch_nonlinear, run_nonlinear
+from diffpriv.solvers._methods import auto_cuts, first_order, route, solver_class
+from diffpriv.solvers._nonlinear import batch_nonlinear
 from diffpriv.solvers._options import Options
-from diffpriv.solvers._polish import polish, violation
+from diffpriv.solvers._polish import polish
 from diffpriv.solvers._progress import progress_bar
+from diffpriv.solvers._transport_pdhg import batch_transport
 
 __all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch"]
+
+SOLVER_ERRORS = (ReferenceSolveError, ConvexSolveError, CutsSolveError)
+"""A solver's own failures: under ``method = "auto"`` the next solver of the route runs."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Optimizer(Options):
@@ -72,6 +69,7 @@ class Optimizer(Options):
     augmented Lagrangian with Adam (``method="al"``, ``steps`` split into phases of ``period``
     steps each followed by a multiplier update). The settings are those of
     :class:`diffpriv.solvers._options.Options` (one declaration, which the config reads too).
+    Which solver runs is :func:`._methods.route`'s choice; :func:`._driver.drive` runs it.
 
     PDHG stops on the device once the restart iterate's relative gap to its certified lower
     bound is at most ``gap_tol`` and its violation at most ``viol_factor · gap_tol`` (or infeasibility is
@@ -88,173 +86,30 @@ class Optimizer(Options):
         """
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-        method = choose(problem, self.method, gap_tol=self.gap_tol, warm=init is not None)
-        if method == "exact":
-            if init is not None:
-                raise ValueError("init: warm starts need method 'pdhg'")
+        names = route(problem, self.method, gap_tol=self.gap_tol, warm=init is not None)
+        for i, name in enumerate(names):
+            self._check(name, problem, init)
+            cls = solver_class(name)
+            extra = {"init": init} if name == "pdhg" else {}
             try:
-                return run_exact(self, problem, seed)
-            except (ReferenceSolveError, ConvexSolveError):
-                if self.method == "exact":
+                make = functools.partial(cls, self, problem, seed, **extra)
+                return drive(make, problem, self, seed, progress)
+            except SOLVER_ERRORS:
+                if i == len(names) - 1:
                     raise
-                # auto: diffpriv's solver proves infeasibility or finds a table
-                method = "cuts" if auto_cuts(problem) else "pdhg"
-        if method == "cuts":
-            if init is not None:
-                raise ValueError("init: warm starts need method 'pdhg'")
-            if not cuts_apply(problem):
-                raise ValueError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
-                                 "reverse KL, chi2, Hellinger, Renyi, TV) and an objective other "
-                                 "than the transport loss")
-            try:
-                return run_cuts(self, problem, seed, progress)
-            except CutsSolveError:
-                if self.method == "cuts":
-                    raise
-                method = "pdhg"  # auto: the first-order solvers (their bound can prove infeasibility)
-        lean = solver_plan(problem) == "lean"
-        if not problem.linear:
-            if init is not None:
-                raise ValueError("init: warm starts need linear constraints (method 'pdhg')")
-            if lean:
-                raise SizeError("optimizer: this problem is too large for the float64 solvers that "
-                                "divergence and Wasserstein constraints need")
-            return run_nonlinear(self, problem, seed, progress)
-        if lean and problem.objective.transport:
-            raise SizeError("objective: this problem is too large for the transport objective, "
-                            "whose plan needs the standard (float64) run")
-        if lean and method != "pdhg":
-            raise SizeError(f"optimizer.method: {self.method!r} needs more memory than this "
-                            "problem leaves; use 'pdhg'")
-        start, compiled = time.perf_counter(), compile_seconds()
-        worst = problem.objective.epigraph
-        true_data = linear_data(problem, jnp.float32 if lean else jnp.float64, compact=lean)
-        # float32 iterates need a wider margin than float64 ones; the certifier repairs the rest.
-        data = tighten(true_data, 1e-5, 1e-6, 1e-8) if lean else tighten(true_data)
-        if method == "al":
-            if init is not None:
-                raise ValueError("init: warm starts need method 'pdhg'")
-            return self._run_al(problem, data, true_data, seed, start)
-        steps = _steps_jit(data, true_data, worst, self.omega, self.omega_range)
-        slack = bool(np.any(np.asarray(true_data.pair_delta) > 0)
-                     or np.any(np.asarray(true_data.mix_delta) > 0))
-        state = _pdhg.init_state(data, steps, jax.random.PRNGKey(seed), self.jitter, slack=slack,
-                                 average=not lean, adapt=self.omega_range > 1)
-        if isinstance(init, OptimizeResult) and isinstance(init.state, _pdhg.PDHGState):
-            if any(getattr(init.state, f).shape != getattr(state, f).shape
-                   or getattr(init.state, f).dtype != getattr(state, f).dtype
-                   for f in ("theta", "phi", "u")):
-                raise ValueError("init: the result is of a problem of another shape")
-            # A copy (the run donates its input buffers); the bound starts afresh, since the
-            # budgets may differ, and the averages and restart bookkeeping continue.
-            state = jax.tree_util.tree_map(jnp.copy, init.state._replace(best_lb=state.best_lb))
-        elif init is not None:
-            state = state._replace(theta=_initial_logits(problem, data, init))
-        n_periods = -(-self.steps // self.period)  # ceil: at least the steps asked for
-        chunk = min(self.chunk, n_periods)  # one compilation: the limit is traced
-        viol_tol = self.viol_factor * self.gap_tol
-        done, status, traces, polished = 0, _pdhg.RUNNING, [], None
-        while done < n_periods and status == _pdhg.RUNNING:
-            out = _run(data, true_data, steps, state, min(chunk, n_periods - done), chunk,
-                       self.period, worst, self.gap_tol, viol_tol)
-            state, k, status = out.state, int(out.periods), int(out.status)
-            traces.append((np.asarray(out.kkt[:k]), np.asarray(out.lower_bound[:k]),
-                           np.asarray(out.gap[:k])))
-            done += k
-            if progress is not None:
-                progress(done * self.period, n_periods * self.period, float(traces[-1][2][-1]))
-            if status == _pdhg.CONVERGED:
-                # Confirm on the host: the polished table must be within the gap, with violations
-                # of the real budgets (in the solver's units) no larger than the device's
-                # tolerance; else go on with a 10x stricter violation tolerance.
-                polished = self._result(problem, data, true_data, state, lean,
-                                        done * self.period, start, seed, Status.CONVERGED)
-                if not (polished.max_violation <= viol_tol and polished.gap <= self.gap_tol):
-                    status, viol_tol, polished = _pdhg.RUNNING, viol_tol / 10, None
-        status = _pdhg.STEP_LIMIT if status == _pdhg.RUNNING else status
-        if status == _pdhg.DIVERGED:
-            raise FloatingPointError("optimizer: the iterates became non-finite (diverged); "
-                                     "try a smaller optimizer.omega")
-        history = {name: np.concatenate([t[i] for t in traces])
-                   for i, name in enumerate(("kkt", "lower_bound", "gap"))}
-        if polished is None:
-            polished = self._result(problem, data, true_data, state, lean, done * self.period,
-                                    start, seed, _pdhg.STATUS[status])
-        return dataclasses.replace(polished, history=history, state=state,
-                                   seconds=time.perf_counter() - start,
-                                   plan="lean" if lean else "standard",
-                                   compile_seconds=compile_seconds() - compiled)
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    def _run_al(self, problem, data, true_data, seed, start) -> OptimizeResult:
-        outer = max(1, self.steps // self.period)
-        worst = problem.objective.epigraph
-        table, mu, nu, _ = _al_jit(data, jax.random.PRNGKey(seed), outer, self.period, worst, None, ())
-        lb = float(lower_bound(true_data, mu, nu, worst=worst))
-        status = Status.INFEASIBLE if bool(proves_infeasible(true_data, lb)) else Status.STEP_LIMIT
-        return self._pack(problem, data, true_data, table, mu, lb, outer * self.period, start,
-                          seed, status, polishing=self.polish)
-
-    def _result(self, problem, data, true_data, state, lean, steps, start, seed, status):
-        """The result of a PDHG state: the device's best certified bound (for a lean, float32
-        run: the bound of the final multipliers, computed in float64 column by column), and the
-        table, polished unless the run was lean."""
-        if lean:
-            lb = lower_bound_by_columns(problem, state.u)
-            data = true_data = linear_data(problem, outputs=slice(0, 1))  # float64 operators
-        else:
-            lb = float(state.best_lb)
-        return self._pack(problem, data, true_data, jnp.exp(state.theta), state.u, lb, steps,
-                          start, seed, status, polishing=self.polish and not lean)
-
-    def _pack(self, problem, data, true_data, table, u, lb, steps, start, seed, status, *,
-              polishing):
-        """Polishes ``table`` (``[R, Y]``) against the tightened budgets and packs the result."""
-        rows = np.array(table, dtype=np.float64).reshape(-1, problem.shape[-1])  # a writable copy
-        rows /= rows.sum(axis=-1, keepdims=True)
-        check_finite(rows)
-        g, delta = sparse_matrix(operator(data))
-        if polishing and g.shape[0]:
-            rows = polish(problem, rows, g, delta, np.asarray(u))
-        g, delta = sparse_matrix(operator(true_data))
-        viol = violation(g, delta, rows)
-        return make_result(problem, the_table(problem, rows), lb, status=status, steps=steps,
-                           start=start, compiled=compile_seconds(), seed=seed, options=self,
-                           violation=float(viol.max()) if viol.size else 0.0,
-                           method="al" if self.method == "al" else "pdhg")
-
-
-def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
-    """Normalised logits ``[R, Y]`` of a warm start (a Mechanism or a table), on the support."""
-    from diffpriv.mechanisms._mechanism import Mechanism
-
-    if isinstance(init, OptimizeResult):
-        init = init.table
-    log_table = init.log_table() if isinstance(init, Mechanism) else jnp.log(jnp.asarray(init))
-    if log_table.shape != problem.shape:
-        raise ValueError(f"init: shape {log_table.shape}, expected {problem.shape}")
-    # Entries that are exactly zero start at a tiny probability, so PDHG can still move them.
-    logits = jnp.maximum(log_table.reshape(-1, data.cost.shape[1]), -50.0)
-    if logits.shape[0] < data.cost.shape[0]:  # the transport objective's plan starts uniform
-        logits = jnp.concatenate([logits, jnp.zeros((data.cost.shape[0] - logits.shape[0],
-                                                     logits.shape[1]), logits.dtype)])
-    return _pdhg.log_normalise(logits, data.mask)
-
-
-@jax.jit(static_argnums=(2, 3, 4))
-def _steps_jit(data, true_data, worst, omega, omega_range):
-    return _pdhg.step_sizes(data, worst=worst, omega_scale=omega, omega_range=omega_range,
-                            bound_data=true_data)
-
-
-@jax.jit(static_argnums=(2, 3, 4, 6))
-def _al_jit(data, key, outer, inner, worst, nonlinear, kinds):
-    return solve_al(data, key, outer=outer, inner=inner, worst=worst, nonlinear=nonlinear, kinds=kinds)
-
-
-@jax.jit(static_argnums=(5, 6, 7), donate_argnums=(3,))
-def _run(data, true_data, steps, state, limit, max_periods, period, worst, gap_tol, viol_tol):
-    return _pdhg.run(data, steps, state, limit, max_periods=max_periods, period=period, worst=worst,
-                     gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data)
+    @staticmethod
+    def _check(name: str, problem: Problem, init) -> None:
+        """Raises the one-line errors of a run ``name`` cannot do: a warm start where only PDHG
+        continues a run, a nonlinear problem too large for the float64 solvers."""
+        if init is not None and name in ("exact", "cuts", "linear al"):
+            raise ValueError("init: warm starts need method 'pdhg'")
+        if init is not None and not problem.linear:
+            raise ValueError("init: warm starts need linear constraints (method 'pdhg')")
+        if name in ("transport pdhg", "dual", "al") and solver_plan(problem) == "lean":
+            raise SizeError("optimizer: this problem is too large for the float64 solvers that "
+                            "divergence and Wasserstein constraints need")
 
 
 def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progress: bool = False,
@@ -294,14 +149,28 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     if opt.method not in ("auto", "pdhg"):
         raise ValueError("optimizer.method: solve_batch runs 'pdhg' only ('auto' runs it too)")
     if not problem.linear:
-        if opt.method == "auto" and auto_cuts(problem):
-            def at(s):
-                return dataclasses.replace(problem, constraints=tuple(
-                    dataclasses.replace(c, epsilon=c.epsilon * s) for c in problem.constraints))
+        def at(s):
+            return dataclasses.replace(problem, constraints=tuple(
+                dataclasses.replace(c, epsilon=c.epsilon * s) for c in problem.constraints))
 
-            runs = [run_cuts(opt, at(float(s)), seed) for s in np.asarray(eps_scales, np.float64)]
+        scales = np.asarray(eps_scales, np.float64)
+        if opt.method == "auto" and auto_cuts(problem):
+            runs = [drive(functools.partial(CutsRun, opt, at(float(s)), seed), at(float(s)), opt, seed)
+                    for s in scales]
             return np.stack([r.table for r in runs]), np.asarray([r.lower_bound for r in runs])
-        return batch_nonlinear(opt, problem, eps_scales, seed)
+        name = first_order(problem)
+        if name == "transport pdhg":
+            return batch_transport(opt, problem, scales, seed)
+        if name == "dual":  # one budget after another, warm-started
+            tables, bounds, state = [], [], None
+            for s in scales:
+                r = drive(functools.partial(DualRun, opt, problem, seed, budget_scale=float(s), init=state),
+                          problem, opt, seed)
+                tables.append(r.table)
+                bounds.append(r.lower_bound)
+                state = r.state
+            return np.stack(tables), np.asarray(bounds)
+        return batch_nonlinear(opt, problem, scales, seed)
     base = linear_data(problem)
     scales = jnp.asarray(eps_scales, dtype=base.cost.dtype)
     true_batch = base._replace(pair_eps=scales[:, None] * base.pair_eps[None, :],

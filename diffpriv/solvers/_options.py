@@ -15,6 +15,9 @@ from diffpriv.solvers._methods import METHODS
 
 __all__ = ["Options", "METHODS"]
 
+Method = Literal[tuple(METHODS)]
+"""The values of ``optimizer.method``: the keys of :data:`METHODS`."""
+
 
 def _f(default, doc: str, **bounds) -> Any:
     return dataclasses.field(default=default, metadata={"doc": doc, **bounds})
@@ -24,7 +27,7 @@ def _f(default, doc: str, **bounds) -> Any:
 class Options:
     """Settings of the optimizer (see :class:`diffpriv.Optimizer`)."""
 
-    method: Literal["auto", "pdhg", "cuts", "al", "exact"] = _f(
+    method: Method = _f(
         "auto", "; ".join(f"'{k}': {v}" for k, v in METHODS.items()))
     steps: int = _f(100_000, "maximum number of optimizer steps", ge=1, le=10**9)
     period: int = _f(500, "steps between restarts and stopping checks (the optimizer runs whole "
