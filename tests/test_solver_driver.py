@@ -96,9 +96,10 @@ def test_drive_stops_on_the_runs_status_or_its_step_limit_and_reports_each_chunk
 
 
 def test_route_names_one_run_per_method_and_the_fallbacks_of_auto():
+    from test_methods import _kl
+
     from diffpriv.problems._known import k_rr_problem
     from diffpriv.solvers._methods import SOLVERS, route, solver_class
-    from test_methods import _kl
 
     for name in SOLVERS:  # every solver is a run
         cls = solver_class(name)
