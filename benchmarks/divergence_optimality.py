@@ -183,7 +183,7 @@ def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap
             # absolute where the optimum is 0 up to Clarabel's tolerance (an identity table in budget)
             "excess": (cert.loss / ref - 1 if ref > ZERO else cert.loss - ref) if np.isfinite(ref) else ref,
             "bound": result.lower_bound,
-            "bound_below": 1 - result.lower_bound / ref if ref else 0,
+            "bound_below": 1 - result.lower_bound / ref if ref > ZERO else ref - result.lower_bound,
             "ok": cert.ok, "repair_t": cert.repair_t, "steps": result.steps, "status": result.status,
             "seconds": seconds, "reference_seconds": ref_seconds,
             "gap": (cert.loss / result.lower_bound - 1 if result.lower_bound > 0
