@@ -4,6 +4,7 @@ import os
 
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ["DIFFPRIV_COMPILE_CACHE"] = "off"  # the CLI's cache stays out of the tests (one turns it on)
 
 import jax  # noqa: E402
 import pytest  # noqa: E402

@@ -128,6 +128,31 @@ def test_bad_config_fails_before_jax_is_imported(tmp_path):
         "to 0, got -1.0\n"
 
 
+def test_optimize_keeps_compiled_programs_in_the_cache_folder(tmp_path):
+    """JAX's persistent compilation cache (diffpriv/solvers/_cache.py), in a process of its own:
+    JAX reads the folder at the process's first compilation."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "DIFFPRIV_COMPILE_CACHE": str(cache)}
+    args = ["optimize", str(_config(tmp_path, BASE_TOML)), "--out", str(tmp_path / "o"),
+            "--method", "pdhg", "--steps", "500", "--no-progress"]
+    proc = subprocess.run([sys.executable, "-m", "diffpriv.cli", *args], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert any(cache.iterdir())
+
+
+def test_the_compile_cache_folder_comes_from_the_environment(monkeypatch, tmp_path):
+    from diffpriv.solvers._cache import cache_dir, enable_compile_cache
+
+    assert enable_compile_cache() is None  # the tests' conftest turns it off
+    for off in ("off", "OFF", "0", ""):
+        assert cache_dir(off) is None
+    assert cache_dir(str(tmp_path / "c")) == tmp_path / "c"
+    monkeypatch.delenv("DIFFPRIV_COMPILE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache_dir() == tmp_path / "x" / "diffpriv" / "jax"
+
+
 def test_help_explains_every_command(runner):
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0

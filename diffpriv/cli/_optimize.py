@@ -84,7 +84,9 @@ def optimize(
 
     from diffpriv._design import InfeasibleError, design  # imports JAX
     from diffpriv.certification import DEFAULT_BITS, RepairError, TableError
+    from diffpriv.solvers._cache import enable_compile_cache
 
+    enable_compile_cache()  # $DIFFPRIV_COMPILE_CACHE, or ~/.cache/diffpriv/jax; "off" turns it off
     try:
         d = design(problem, seed=seed, progress=progress, meta=meta, quantize=DEFAULT_BITS, **kwargs)
     except InfeasibleError as e:
