@@ -23,11 +23,6 @@ import diffpriv as dp
 from diffpriv.io import write_csv
 
 
-def scaled(problem: dp.Problem, s: float) -> dp.Problem:
-    cons = tuple(dataclasses.replace(c, epsilon=c.epsilon * s) for c in problem.constraints)
-    return dataclasses.replace(problem, constraints=cons)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config")
@@ -53,7 +48,7 @@ def main() -> None:
     batch_seconds = time.perf_counter() - t0
     rows = []
     for s, table, bound in zip(scales, tables, bounds, strict=True):
-        p = scaled(problem, s)
+        p = problem.scaled(s)
         cert = dp.certify(p, table)
         lp = reference(p).value
         rows.append({"scale": s, "epsilon": [c.epsilon for c in p.constraints][0], "certified": cert.loss,

@@ -25,11 +25,6 @@ import diffpriv as dp
 from diffpriv.io import write_csv
 
 
-def scaled(problem: dp.Problem, s: float) -> dp.Problem:
-    cons = tuple(dataclasses.replace(c, epsilon=c.epsilon * s) for c in problem.constraints)
-    return dataclasses.replace(problem, constraints=cons)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config", nargs="?", default="configs/quickstart.toml")
@@ -42,7 +37,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"{args.config}: the transport objective over items needs [[items]]")
     rows, bad = [], False
     for s in (float(v) for v in args.scales.split(",")):
-        expected = dataclasses.replace(scaled(base, s), objective=dp.ExpectedLoss())
+        expected = dataclasses.replace(base.scaled(s), objective=dp.ExpectedLoss())
         transport = dataclasses.replace(expected, objective=dp.TransportLoss(laws="items"))
         row = {"scale": s, "epsilon": expected.constraints[0].epsilon}
         for name, problem in (("expected", expected), ("transport", transport)):

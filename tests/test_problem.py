@@ -401,3 +401,10 @@ def test_pairs_within_is_the_brute_force_radius_graph(radius):
         dp.pairs_within(dp.Domain(("a", "b")), 1.0)
     with pytest.raises(dp.SpecError, match="domain.pairs_within: radius must be finite"):
         dp.pairs_within(dom, float("nan"))
+
+
+def test_scaled_multiplies_every_budget_and_leaves_the_problem_alone():
+    problem = dp.problems.random_problem(3, n_in=4, n_out=4)
+    double = problem.scaled(2.0)
+    assert [c.epsilon for c in double.constraints] == [2.0 * c.epsilon for c in problem.constraints]
+    assert double.objective == problem.objective and double.shape == problem.shape

@@ -301,6 +301,12 @@ class Problem:
         rows = np.einsum("sxy,xy->sx", np.asarray(table, np.float64), self.loss)
         return float(rows[self.prior > 0].max())
 
+    def scaled(self, factor: float) -> Problem:
+        """This problem with every constraint's budget ε times ``factor`` (a point of a
+        privacy–utility frontier; divergence and Wasserstein budgets are scaled too)."""
+        return dataclasses.replace(self, constraints=tuple(
+            dataclasses.replace(c, epsilon=c.epsilon * factor) for c in self.constraints))
+
     def objective_value(self, table: np.ndarray) -> float:
         """The value of this problem's objective for ``table``."""
         return self.objective.value(self, table)

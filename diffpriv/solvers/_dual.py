@@ -33,7 +33,6 @@ the real budgets.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import NamedTuple
 
@@ -391,8 +390,7 @@ class DualRun:
     def __init__(self, opt, problem: Problem, seed: int, *, budget_scale: float = 1.0,
                  init: dict | None = None):
         if budget_scale != 1.0:  # a problem of its own: the repairs check the budgets it solves for
-            problem = dataclasses.replace(problem, constraints=tuple(
-                dataclasses.replace(c, epsilon=c.epsilon * budget_scale) for c in problem.constraints))
+            problem = problem.scaled(budget_scale)
         self.opt, self.problem, self.warm = opt, problem, init is not None
         self.worst = bool(problem.objective.epigraph)
         rel = min(max(opt.gap_tol / 4.0, 1e-7), 1e-2)

@@ -149,14 +149,10 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     if opt.method not in ("auto", "pdhg"):
         raise ValueError("optimizer.method: solve_batch runs 'pdhg' only ('auto' runs it too)")
     if not problem.linear:
-        def at(s):
-            return dataclasses.replace(problem, constraints=tuple(
-                dataclasses.replace(c, epsilon=c.epsilon * s) for c in problem.constraints))
-
         scales = np.asarray(eps_scales, np.float64)
         if opt.method == "auto" and auto_cuts(problem):
-            runs = [drive(functools.partial(CutsRun, opt, at(float(s)), seed), at(float(s)), opt, seed)
-                    for s in scales]
+            at = [problem.scaled(float(s)) for s in scales]
+            runs = [drive(functools.partial(CutsRun, opt, p, seed), p, opt, seed) for p in at]
             return np.stack([r.table for r in runs]), np.asarray([r.lower_bound for r in runs])
         name = first_order(problem)
         if name == "transport pdhg":
