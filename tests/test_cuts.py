@@ -131,13 +131,14 @@ def test_an_infeasible_working_support_takes_every_column_and_a_step_limit_is_re
 
 
 def test_applies_and_the_auto_choice():
-    from diffpriv.solvers._methods import auto_cuts, choose
+    from diffpriv.solvers._methods import auto_cuts, choose, route
 
     kl = small(0, CASES["kl-distp"])
     assert auto_cuts(kl) and choose(kl, "auto") == "exact"  # 6×6: Clarabel is faster
     assert choose(small(0, CASES["kl-distp"], n=150), "auto") == "cuts"
     wdp = small(0, dp.WassersteinDP(epsilon=0.2))
-    assert choose(wdp, "auto") != "cuts" and not _cuts.applies(wdp, (("wasserstein", 1.0),))
+    assert not _cuts.applies(wdp, (("wasserstein", 1.0),))  # Kantorovich cuts take it
+    assert choose(wdp, "auto") == "cuts" and route(wdp, "auto")[0] == "transport cuts"
     transport = small(0, CASES["kl-distp"], objective=dp.TransportLoss())
     assert choose(transport, "auto") != "cuts"
     rows = small(0, dp.DivergenceDP(divergence="kl", epsilon=0.3, pairs=((0, 1), (2, 3))))
