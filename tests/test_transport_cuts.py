@@ -89,3 +89,18 @@ def test_method_cuts_routes_wasserstein_problems_to_kantorovich_cuts():
     transport = grid_problem(CASES["wdp"], objective=dp.TransportLoss(laws="prior"))
     with pytest.raises(ValueError, match="'cuts' needs"):
         route(transport, "cuts")
+
+
+def test_a_support_with_no_common_output_still_reaches_the_optimum():
+    """Reports within distance 1.05 of the input: no output is allowed in every row, so the best
+    feasible table comes from the LP alone (and the certifier's repair where it must)."""
+    problem = grid_problem(dataclasses.replace(CASES["wdp-neighbours"], epsilon=0.6), seed=4)
+    coords = problem.inputs.coords
+    near = np.sqrt(((coords[:, None] - coords[None]) ** 2).sum(-1)) <= 1.05
+    problem = dataclasses.replace(problem, support=near[None])
+    assert not problem.support_mask().all(axis=(0, 1)).any()
+    ref = dp.solvers.convex(problem).value
+    design = dp.design(problem, method="cuts")
+    assert design.certificate.ok and design.result.method == "cuts"
+    assert design.result.lower_bound <= ref * (1 + 1e-6)
+    assert design.certificate.loss == pytest.approx(ref, rel=1e-3)

@@ -38,6 +38,7 @@ import scipy.sparse
 
 from diffpriv.problems._blocks import MixtureBlock, PairBlock
 from diffpriv.problems._problem import Problem
+from diffpriv.solvers._cuts import CutsSolveError, _new_columns, _start_support
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 
 __all__ = ["TransportCutsRun", "applies"]
@@ -287,7 +288,6 @@ class TransportCutsRun:
     :class:`._driver.Run` (module docstring). The seed takes no part; it is recorded."""
 
     def __init__(self, opt, problem: Problem, seed: int):
-        from diffpriv.solvers._cuts import _start_support
         from diffpriv.solvers._linear import smallest_objective
         from diffpriv.solvers._lp import _build
 
@@ -304,7 +304,7 @@ class TransportCutsRun:
         self._direction_cuts(problem)
         self.column_of = np.full(self.mask.size, -1)
         self.column_of[np.flatnonzero(self.mask)] = np.arange(self.model.n_table)
-        self.bound, self.rounds = smallest_objective(problem), 0
+        self.bound, self.rounds, self.last = smallest_objective(problem), 0, None
         self.total = min(opt.steps, MAX_ROUNDS)
 
     def _direction_cuts(self, problem: Problem) -> None:
@@ -371,8 +371,6 @@ class TransportCutsRun:
         return bound, entries.reshape(-1, self.mask.shape[2])
 
     def chunk(self) -> Chunk:
-        from diffpriv.solvers._cuts import _new_columns
-
         model, problem, gap_tol = self.model, self.problem, self.opt.gap_tol
         self.rounds += 1
         solved = model.solve(self.mask)
@@ -384,9 +382,10 @@ class TransportCutsRun:
                 return Chunk(self.rounds, np.inf)
             if self.inner is not None:
                 return Chunk(self.rounds, relative_gap(self.inner.value, self.bound), Status.STALLED)
-            raise RuntimeError(f"optimizer: HiGHS found no optimum of the cut model "
-                               f"({model.h.modelStatusToString(model.status)})")
+            raise CutsSolveError(f"optimizer: HiGHS found no optimum of the cut model "
+                                 f"({model.h.modelStatusToString(model.status)})")
         table, value, ineq, mu = solved
+        self.last = table
         bound, reduced = self._bound(ineq, mu)
         self.bound = max(self.bound, bound)
         lp_cost = self._budget(self.tighten_rel)
@@ -453,7 +452,11 @@ class TransportCutsRun:
                 self.inner = _Inner(table, (1.0 - t) * cost + t * partner.cost, value)
 
     def finish(self, status: Status) -> Outcome:
-        if self.inner is None:
-            raise RuntimeError("optimizer: Kantorovich cuts found no table within the budgets "
-                               "(no output is allowed in every row)")
+        if self.inner is None:  # no output allowed in every row, and no LP table within budget
+            from diffpriv.certification._repair import repair
+
+            if self.last is None:
+                raise CutsSolveError("optimizer: Kantorovich cuts ended before an LP round")
+            return Outcome(repair(self.problem, self.last).table, self.bound, status, plan="cuts",
+                           method="cuts")
         return Outcome(self.inner.table, self.bound, status, plan="cuts", method="cuts")
