@@ -38,7 +38,7 @@ import scipy.sparse
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 
-__all__ = ["CutsRun", "CutsSolveError", "applies"]
+__all__ = ["CutsRun", "CutsSolveError", "HighsModel", "applies"]
 
 START_RATIOS = np.exp(np.linspace(-3.0, 3.0, 7))
 """The tangent ratios ``s = P/Q`` every output starts with."""
@@ -250,7 +250,52 @@ def _term_values(terms: Terms, p, q):
     return out
 
 
-class _Model:
+class HighsModel:
+    """What both cut models share: a HiGHS model (quiet, feasibility tolerances
+    :data:`_TOLERANCE`) over the full LP ``full``'s table entries (``entry_row``, ``entry_out``
+    of the problem's support) and the means to add rows and columns."""
+
+    def __init__(self, problem: Problem, full, terms):
+        import highspy
+
+        self.h = h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("primal_feasibility_tolerance", _TOLERANCE)
+        h.setOptionValue("dual_feasibility_tolerance", _TOLERANCE)
+        self.inf = highspy.kHighsInf
+        self.terms, self.full = terms, full
+        self.n_out = problem.shape[2]
+        mask = problem.support_mask()
+        self.entry_row, self.entry_out = np.nonzero(mask.reshape(-1, self.n_out))
+        self.n_table = self.entry_row.size
+
+    def _add_rows(self, lower, upper, block) -> np.ndarray:
+        """Adds rows; returns their indices."""
+        block = scipy.sparse.csr_array(block)
+        first = self.h.getNumRow()
+        starts = block.indptr[:-1].astype(np.int32)
+        self._check(self.h.addRows(lower.size, lower, upper, block.nnz, starts,
+                                   block.indices.astype(np.int32), block.data.astype(np.float64)))
+        return first + np.arange(lower.size)
+
+    def _add_cols(self, cost, lower, upper, block) -> np.ndarray:
+        """Adds columns; returns their indices."""
+        block = scipy.sparse.csc_array(block)
+        first = self.h.getNumCol()
+        starts = block.indptr[:-1].astype(np.int32)
+        self._check(self.h.addCols(cost.size, cost, lower, upper, block.nnz, starts,
+                                   block.indices.astype(np.int32), block.data.astype(np.float64)))
+        return first + np.arange(cost.size)
+
+    @staticmethod
+    def _check(status) -> None:
+        import highspy
+
+        if status == highspy.HighsStatus.kError:
+            raise RuntimeError("optimizer: HiGHS refused a change to the cut model")
+
+
+class _Model(HighsModel):
     """The outer-approximation LP on the working support, held by HiGHS between rounds: rows and
     columns are added, and each solve starts from the last basis.
 
@@ -266,18 +311,7 @@ class _Model:
     so divergence DP's row pairs stay sparse."""
 
     def __init__(self, problem: Problem, full, terms: Terms):
-        import highspy
-
-        self.h = h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("primal_feasibility_tolerance", _TOLERANCE)
-        h.setOptionValue("dual_feasibility_tolerance", _TOLERANCE)
-        self.inf = highspy.kHighsInf
-        self.terms, self.full = terms, full
-        self.n_out = problem.shape[2]
-        mask = problem.support_mask()
-        self.entry_row, self.entry_out = np.nonzero(mask.reshape(-1, self.n_out))
-        self.n_table = self.entry_row.size
+        super().__init__(problem, full, terms)
         n_eq = full.a_eq.shape[0]
         n_ub = 0 if full.a_ub is None else full.a_ub.shape[0]
         self.n_lin = n_eq + n_ub
@@ -308,31 +342,6 @@ class _Model:
         n_rows = self.h.getNumRow()
         zeros = scipy.sparse.csc_array((n_rows - block.shape[0], block.shape[1]))
         return scipy.sparse.vstack([block, zeros]).tocsc()
-
-    def _add_rows(self, lower, upper, block) -> np.ndarray:
-        """Adds rows; returns their indices."""
-        block = scipy.sparse.csr_array(block)
-        first = self.h.getNumRow()
-        starts = block.indptr[:-1].astype(np.int32)
-        self._check(self.h.addRows(lower.size, lower, upper, block.nnz, starts,
-                                   block.indices.astype(np.int32), block.data.astype(np.float64)))
-        return first + np.arange(lower.size)
-
-    def _add_cols(self, cost, lower, upper, block) -> np.ndarray:
-        """Adds columns; returns their indices."""
-        block = scipy.sparse.csc_array(block)
-        first = self.h.getNumCol()
-        starts = block.indptr[:-1].astype(np.int32)
-        self._check(self.h.addCols(cost.size, cost, lower, upper, block.nnz, starts,
-                                   block.indices.astype(np.int32), block.data.astype(np.float64)))
-        return first + np.arange(cost.size)
-
-    @staticmethod
-    def _check(status) -> None:
-        import highspy
-
-        if status == highspy.HighsStatus.kError:
-            raise RuntimeError("optimizer: HiGHS refused a change to the cut model")
 
     def set_budgets(self, budget: np.ndarray) -> None:
         """The budget rows' right-hand sides."""

@@ -56,8 +56,8 @@ from diffpriv.solvers._divergence_levels import (
 from diffpriv.solvers._linear import LinearData, operator, sparse_matrix
 from diffpriv.solvers._polish import violation
 
-__all__ = ["DivergenceData", "Kind", "divergence_data", "frank_wolfe_bound", "linearized", "residuals",
-           "transport_dual_bound", "coupling_dual", "divergence_violation"]
+__all__ = ["DivergenceData", "Kind", "block_weights", "divergence_data", "frank_wolfe_bound", "linearized",
+           "residuals", "transport_dual_bound", "coupling_dual", "divergence_violation"]
 
 Kind = tuple[str, float | None]
 """A group's divergence name and Rényi order (static)."""
@@ -81,6 +81,23 @@ class DivergenceData(NamedTuple):
         return sum(int(e.shape[0]) for e in self.eps)
 
 
+def block_weights(block, ns: int, nx: int) -> tuple[np.ndarray, np.ndarray]:
+    """``([K, ns·nx], [K, ns·nx])``: the weights over the table's rows of the two laws each
+    comparison of a nonlinear ``block`` compares (a row each for a pair, the normalised item
+    laws for a mixture)."""
+    k = block.size
+    wa, wb = np.zeros((k, ns * nx)), np.zeros((k, ns * nx))
+    if isinstance(block, PairBlock):
+        ra, rb = block.rows(nx)
+        wa[np.arange(k), ra] = 1.0
+        wb[np.arange(k), rb] = 1.0
+    else:
+        assert isinstance(block, MixtureBlock)
+        for w, s, side in ((wa, block.sa, block.wa), (wb, block.sb, block.wb)):
+            w.reshape(k, ns, nx)[np.arange(k), s] = side / side.sum(axis=1, keepdims=True)
+    return wa, wb
+
+
 def divergence_data(problem: Problem,
                     n_rows: int | None = None) -> tuple[DivergenceData, tuple[Kind, ...]]:
     """The nonlinear blocks of ``problem`` as :class:`DivergenceData`, and their kinds (one group
@@ -98,15 +115,7 @@ def divergence_data(problem: Problem,
             raise ValueError(f"optimizer: the one-way max-divergence of constraints[{block.constraint}] "
                              "is not supported; bound both directions (pure DistP)")
         k = block.size
-        wa, wb = np.zeros((k, ns * nx)), np.zeros((k, ns * nx))
-        if isinstance(block, PairBlock):
-            ra, rb = block.rows(nx)
-            wa[np.arange(k), ra] = 1.0
-            wb[np.arange(k), rb] = 1.0
-        else:
-            assert isinstance(block, MixtureBlock)
-            for w, s, side in ((wa, block.sa, block.wa), (wb, block.sb, block.wb)):
-                w.reshape(k, ns, nx)[np.arange(k), s] = side / side.sum(axis=1, keepdims=True)
+        wa, wb = block_weights(block, ns, nx)
         key = (block.divergence, block.alpha, None if block.ground is None else block.ground.tobytes())
         pad = ((0, 0), (0, width - ns * nx))
         groups.setdefault(key, []).append(

@@ -36,9 +36,9 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse
 
-from diffpriv.problems._blocks import MixtureBlock, PairBlock
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers._cuts import CutsSolveError, _new_columns, _start_support
+from diffpriv.solvers._cuts import CutsSolveError, HighsModel, _new_columns, _start_support
+from diffpriv.solvers._divergence import block_weights
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 
 __all__ = ["TransportCutsRun", "applies"]
@@ -52,7 +52,6 @@ the certifier's outward-rounded ones stay within ``ε``."""
 LP_SOLVER = "ipm"
 CROSSOVER = "on"
 
-_TOLERANCE = 1e-9  # HiGHS's primal and dual feasibility tolerances
 
 
 def applies(problem: Problem, kinds) -> bool:
@@ -81,16 +80,7 @@ def _terms(problem: Problem) -> Terms:
     for block in problem.blocks():
         if block.linear:
             continue
-        k = block.size
-        wa, wb = np.zeros((k, ns * nx)), np.zeros((k, ns * nx))
-        if isinstance(block, PairBlock):
-            ra, rb = block.rows(nx)
-            wa[np.arange(k), ra] = 1.0
-            wb[np.arange(k), rb] = 1.0
-        else:
-            assert isinstance(block, MixtureBlock)
-            for w, s, side in ((wa, block.sa, block.wa), (wb, block.sb, block.wb)):
-                w.reshape(k, ns, nx)[np.arange(k), s] = side / side.sum(axis=1, keepdims=True)
+        wa, wb = block_weights(block, ns, nx)
         key = (float(block.alpha), np.asarray(block.ground, np.float64).tobytes())
         if key not in keys:
             keys[key] = len(grounds)
@@ -98,7 +88,7 @@ def _terms(problem: Problem) -> Terms:
             orders.append(float(block.alpha))
         wps.append(wa)
         wqs.append(wb)
-        groups.append(np.full(k, keys[key]))
+        groups.append(np.full(block.size, keys[key]))
         eps.append(np.asarray(block.eps, np.float64))
     return Terms(scipy.sparse.csr_array(np.concatenate(wps)), scipy.sparse.csr_array(np.concatenate(wqs)),
                  np.concatenate(groups), np.concatenate(eps), tuple(grounds), tuple(orders))
@@ -123,7 +113,7 @@ class _Inner:
     value: float
 
 
-class _Model:
+class _Model(HighsModel):
     """The cut LP on the working support, held by HiGHS between rounds.
 
     Rows: the full linear LP's (its equalities, then its inequalities), then the cuts in the
@@ -132,18 +122,7 @@ class _Model:
     entries (:attr:`col_of_entry`)."""
 
     def __init__(self, problem: Problem, full, terms: Terms):
-        import highspy
-
-        self.h = h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("primal_feasibility_tolerance", _TOLERANCE)
-        h.setOptionValue("dual_feasibility_tolerance", _TOLERANCE)
-        self.inf = highspy.kHighsInf
-        self.terms, self.full = terms, full
-        self.n_out = problem.shape[2]
-        mask = problem.support_mask()
-        self.entry_row, self.entry_out = np.nonzero(mask.reshape(-1, self.n_out))
-        self.n_table = self.entry_row.size
+        super().__init__(problem, full, terms)
         n_ub = 0 if full.a_ub is None else full.a_ub.shape[0]
         parts = [full.a_eq] + ([] if full.a_ub is None else [full.a_ub])
         self.columns = scipy.sparse.vstack(parts).tocsc()
@@ -162,29 +141,6 @@ class _Model:
         self.cut_g = np.zeros((0, self.n_out))
         self.cut_rows = np.zeros(0, np.int64)
         self.idle = np.zeros(0, np.int64)
-
-    def _add_rows(self, lower, upper, block) -> np.ndarray:
-        block = scipy.sparse.csr_array(block)
-        first = self.h.getNumRow()
-        self._check(self.h.addRows(lower.size, lower, upper, block.nnz,
-                                   block.indptr[:-1].astype(np.int32),
-                                   block.indices.astype(np.int32), block.data.astype(np.float64)))
-        return first + np.arange(lower.size)
-
-    def _add_cols(self, cost, lower, upper, block) -> np.ndarray:
-        block = scipy.sparse.csc_array(block)
-        first = self.h.getNumCol()
-        self._check(self.h.addCols(cost.size, cost, lower, upper, block.nnz,
-                                   block.indptr[:-1].astype(np.int32),
-                                   block.indices.astype(np.int32), block.data.astype(np.float64)))
-        return first + np.arange(cost.size)
-
-    @staticmethod
-    def _check(status) -> None:
-        import highspy
-
-        if status == highspy.HighsStatus.kError:
-            raise RuntimeError("optimizer: HiGHS refused a change to the cut model")
 
     def _cut_coefficients(self, term, f, g, entries) -> scipy.sparse.csr_array:
         """``[len(term), len(entries)]``: each cut's coefficient on each table entry."""
