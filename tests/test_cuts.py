@@ -158,3 +158,30 @@ def test_a_frontier_runs_cuts_budget_by_budget():
         ref = dp.solvers.convex(p).value
         cert = dp.certify(p, table)
         assert cert.ok and bound <= ref * (1 + 1e-9) and cert.loss <= bound * (1 + 1e-4)
+
+
+def test_the_scaled_bound_is_the_best_along_the_ray():
+    """:func:`._lp.scaled_bound` is at least the bound at the multipliers themselves (θ = 1) and
+    at none (θ = 0), and meets scipy's bounded scalar search over θ ∈ [0, 2] (the bound is
+    concave in θ)."""
+    import scipy.optimize
+
+    from diffpriv.solvers._lp import _bound_at, _reduced_costs, scaled_bound
+
+    problem = small(3, CASES["kl-distp"], dp.DistP(pairs=((1, 2),), epsilon=0.5))
+    full = _build(problem, tuple(b for b in problem.blocks() if b.linear))
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        ineq = -rng.exponential(size=full.a_ub.shape[0]) * 3
+        reduced, constant = _reduced_costs(full, ineq, None)
+        direction = reduced - full.c + rng.normal(size=full.c.size) * 0.1
+        best = scaled_bound(full, direction, constant)
+        def minus(t, d=direction, k=constant):
+            return -_bound_at(full, full.c + t * d, t * k)
+
+        res = scipy.optimize.minimize_scalar(minus, bounds=(0.0, 2.0), method="bounded",
+                                             options={"xatol": 1e-12})
+        fine = -res.fun
+        assert best >= _bound_at(full, full.c + direction, constant) - 1e-12
+        assert best >= _bound_at(full, full.c, 0.0) - 1e-12
+        assert best == pytest.approx(fine, abs=1e-8)

@@ -22,7 +22,10 @@ where ``λ Q f(P/Q) ≥ p·P + q·Q`` for every table (Fenchel–Young). The Lag
 problem (every entry, every linear row at the LP's multipliers, the simplex rows kept) is then
 a lower bound of the optimum at the true budgets whatever the multipliers
 (:func:`._lp._dual_bound`): when no column prices out and the tangents are tight, it meets the
-LP's value. The LP is solved at budgets tightened by ``gap_tol / 4`` relative, so its table meets
+LP's value. Every multiplier scaled by one ``θ ≥ 0`` is valid too (the conjugate pairs scale
+with them), and the best ``θ ∈ [0, 2]`` is taken (:func:`._lp.scaled_bound`): while columns
+still price out, the LP's multipliers overshoot and a smaller ``θ`` bounds higher.
+The LP is solved at budgets tightened by ``gap_tol / 4`` relative, so its table meets
 the real ones once the tangents are close; the certifier's mixing repairs what is left.
 """
 
@@ -462,7 +465,7 @@ def _bound(problem, full, terms: Terms, cuts: _Cuts, rnd: _Round):
     """``(bound, reduced [S·X, Y])``: the Lagrangian bound of the whole problem at ``rnd``'s
     multipliers (module docstring), and every entry's reduced cost in the LP (its tangents'
     ``q = Σ μ c`` as they are: the prices that say which entries would improve it)."""
-    from diffpriv.solvers._lp import _bound_at, _reduced_costs
+    from diffpriv.solvers._lp import _reduced_costs, scaled_bound
 
     n_prof, n_in, n_out = problem.shape
     n_terms = terms.wp.shape[0]
@@ -479,7 +482,7 @@ def _bound(problem, full, terms: Terms, cuts: _Cuts, rnd: _Round):
     reduced, constant = _reduced_costs(full, rnd.ineq, None)
     shifted = reduced.copy()
     shifted[: shift.size] += shift
-    bound = _bound_at(full, shifted, constant) - float(rnd.lam @ terms.true_budget)
+    bound = scaled_bound(full, shifted - full.c, constant - float(rnd.lam @ terms.true_budget))
     entries = np.full(mask.shape, np.inf)
     entries[mask] = reduced[: shift.size] + price.reshape(mask.shape)[mask]
     return bound, entries.reshape(n_prof * n_in, n_out)

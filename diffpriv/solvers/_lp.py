@@ -329,6 +329,39 @@ def _bound_at(lp: _LinearProgram, reduced: np.ndarray, constant: float) -> float
     return float(mins.sum() + boxes.sum() + constant)
 
 
+def scaled_bound(lp: _LinearProgram, direction: np.ndarray, constant: float, top: float = 2.0) -> float:
+    """The best Lagrangian bound along a ray of multipliers: the largest
+    ``_bound_at(lp, c + θ·direction, θ·constant)`` over ``θ ∈ [0, top]``, where ``direction`` and
+    ``constant`` are what some multipliers add to the cost and the constant (θ = 1: those
+    multipliers themselves; θ = 0: none, the objective's own least value). Each θ ≥ 0 scales
+    valid multipliers into valid ones, so every value is a lower bound; the function is concave
+    in θ (a sum of minima of affine functions), so a grid of 1/16 steps (θ = 1 among them) and a
+    golden-section search on the best bracket find its maximum. Column generation's multipliers
+    price entries not yet in the LP, and until they all are, scaling them down can lift the
+    bound far above theirs (a cutting-plane LP's early rounds give 0 otherwise)."""
+    def at(theta: float) -> float:
+        return _bound_at(lp, lp.c + theta * direction, theta * constant)
+
+    grid = np.linspace(0.0, top, int(round(16 * top)) + 1)
+    values = np.array([at(t) for t in grid])
+    i = int(np.argmax(values))
+    best = float(values[i])
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]
+    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+    a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    fa, fb = at(a), at(b)
+    for _ in range(40):
+        if fa >= fb:
+            hi, b, fb = b, a, fa
+            a = hi - ratio * (hi - lo)
+            fa = at(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + ratio * (hi - lo)
+            fb = at(b)
+    return max(best, fa, fb)
+
+
 def solve_lp(
     problem: Problem, *, time_limit: float | None = None, method: str = "highs-ipm"
 ) -> ReferenceResult:

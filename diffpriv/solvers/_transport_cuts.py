@@ -20,7 +20,8 @@ LP's multipliers lies below their row's join it.
 
 **The bound.** Every row of the LP is valid for the whole problem, so its Lagrangian over every
 entry (the simplex rows kept, every other row at the LP's multipliers; :func:`._lp._bound_at`)
-is a lower bound of the optimum at the true budgets whatever the multipliers.
+is a lower bound of the optimum at the true budgets whatever the multipliers; the best
+multiple ``θ ∈ [0, 2]`` of them is taken (:func:`._lp.scaled_bound`).
 
 **The table.** The LP is solved at budgets tightened by ``gap_tol / 4`` relative; its table is
 then mixed with the best output common to every row, ``A' = (1 − t)·A + t·𝟙δ_ν``, at the least
@@ -310,7 +311,7 @@ class TransportCutsRun:
     def _bound(self, ineq, mu) -> tuple[float, np.ndarray]:
         """``(bound, reduced [R, Y])``: the Lagrangian bound at these multipliers (module
         docstring) and every entry's reduced cost (``+inf`` off the problem's support)."""
-        from diffpriv.solvers._lp import _bound_at, _reduced_costs
+        from diffpriv.solvers._lp import _reduced_costs, scaled_bound
 
         terms, model = self.terms, self.model
         per_term = scipy.sparse.csr_array((mu, (model.cut_term, np.arange(mu.size))),
@@ -321,7 +322,8 @@ class TransportCutsRun:
         n = model.n_table
         reduced = reduced.copy()
         reduced[:n] += shift.reshape(self.mask.shape)[self.mask]
-        bound = _bound_at(self.full, reduced, constant) - float(mu @ self._budget(0.0)[model.cut_term])
+        bound = scaled_bound(self.full, reduced - self.full.c,
+                             constant - float(mu @ self._budget(0.0)[model.cut_term]))
         entries = np.full(self.mask.shape, np.inf)
         entries[self.mask] = reduced[:n]
         return bound, entries.reshape(-1, self.mask.shape[2])
