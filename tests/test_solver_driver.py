@@ -111,3 +111,25 @@ def test_route_names_one_run_per_method_and_the_fallbacks_of_auto():
     kl = _kl(150)
     assert route(kl, "auto") == ("cuts", "dual") and route(kl, "al") == ("al",)
     assert route(_kl(5), "exact") == ("exact",) and route(_kl(5), "pdhg") == ("dual",)
+    assert route(kl, "auto", gap_tol=1e-2) == ("dual", "cuts")  # the dual first where it converges fast
+    assert route(_kl(5), "auto", gap_tol=1e-2)[0] == "exact"  # small: Clarabel still
+
+
+def test_auto_hands_a_dual_that_does_not_converge_over_to_cuts(monkeypatch):
+    from test_methods import _kl
+
+    from diffpriv.solvers import _cuts, _methods, _optimizer
+
+    problem = _kl(5, eps=0.05)
+    monkeypatch.setattr(_optimizer, "route", lambda *a, **k: ("dual", "cuts"))
+    # 20 dual steps cannot converge; 20 LP rounds of cuts do on 5 rows
+    result = dp.optimize(problem, method="auto", steps=20, period=10, gap_tol=1e-2)
+    assert (result.method, result.status) == ("cuts", "converged")
+    assert "dual" in _methods.TRIES
+
+    def fail(*args, **kwargs):
+        raise _cuts.CutsSolveError("optimizer: HiGHS found no optimum of the cut model (test)")
+
+    monkeypatch.setattr(_cuts.CutsRun, "__init__", fail)  # cuts fail too: the dual's table stays
+    kept = dp.optimize(problem, method="auto", steps=20, period=10, gap_tol=1e-2)
+    assert kept.method == "dual" and kept.status != "converged"

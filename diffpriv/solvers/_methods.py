@@ -9,7 +9,8 @@ column-and-cut generation (``"cuts"``,
 :func:`auto_cuts`) on f-divergence constraints between item laws from :data:`CUTS_FROM` table
 entries: measured against Clarabel side by side (``benchmarks/divergence_optimality.py --grid``,
 ``benchmarks/RESULTS.md``), it converges at the default ``gap_tol`` where the smoothed dual
-stalled, is faster from 16×16 and finishes 24×24 and 32×32 grids Clarabel does not. Elsewhere
+stalled, is faster from 16×16 and finishes 24×24 and 32×32 grids Clarabel does not; at a loose
+``gap_tol`` (:data:`DUAL_GAP_TOL`) the smoothed dual runs first there. Elsewhere
 it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
 problem, Clarabel through cvxpy for Wasserstein constraints) where the size model predicts it is
 faster than diffpriv's own and fits in memory, and diffpriv's own solver otherwise, so that the
@@ -44,11 +45,12 @@ from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["METHODS", "SOLVERS", "auto_cuts", "choose", "cuts_apply", "cuts_solver", "exact_solver",
+__all__ = ["METHODS", "SOLVERS", "TRIES", "auto_cuts", "choose", "cuts_apply", "cuts_solver", "exact_solver",
            "first_order", "route", "solver_class"]
 
 METHODS = {
-    "auto": "'cuts' for f-divergence constraints; else the exact reference where it is predicted "
+    "auto": "'cuts' for f-divergence constraints (the smoothed dual first at gap_tol >= 1e-2); "
+            "else the exact reference where it is predicted "
             "faster and fits in memory (HiGHS, or Clarabel for Wasserstein constraints when cvxpy "
             "is installed), else 'pdhg'",
     "pdhg": "diffpriv's first-order solvers: restarted mirror PDHG (linear constraints; lifted "
@@ -83,6 +85,16 @@ CONVEX_VARIABLES = 85_000
 CONVEX_VARIABLES_LOOSE = 20_000
 CONVEX_VARIABLES_AL = 160_000
 CUTS_FROM = 20_000
+DUAL_GAP_TOL = 1e-2
+"""From this ``gap_tol`` up, ``"auto"`` runs the smoothed dual before ``"cuts"`` where both apply
+and Clarabel does not run (:func:`route`), with ``"cuts"`` taking over when the dual does not
+converge (:data:`TRIES`). DistP on 32×32 Gaussian-mixture grids at the tightest budgets, at
+``gap_tol = 10⁻²``: the dual converged in 14–35 s where ``"cuts"`` took 408–589 s (χ²,
+Hellinger, Rényi 2; ``benchmarks/divergence_optimality.py --grid 32 --gap-tol 1e-2``). At
+``10⁻⁴`` the dual stalls (16×16 KL: 6.6·10⁻⁴ after 16,000 steps) and ``"cuts"`` runs alone."""
+TRIES = frozenset({"dual"})
+"""Solvers that, under ``"auto"``, hand over to the next of the route when they stop without
+converging (the smoothed dual stalls at its temperature floor on tight ``gap_tol``)."""
 """``"auto"`` runs Clarabel rather than ``"cuts"`` on f-divergences between item laws up to this
 many table entries (about 12×12): on the Gaussian-mixture grids of
 ``benchmarks/divergence_optimality.py --grid`` Clarabel was 8–15× faster (medians) on 6×6 and
@@ -196,12 +208,22 @@ def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -
     return "exact" if exact_solver(problem, gap_tol) else "pdhg"
 
 
+def _dual_first(problem, own: str, gap_tol: float) -> bool:
+    """Whether ``"auto"`` tries the smoothed dual before ``"cuts"`` (:data:`DUAL_GAP_TOL`)."""
+    from diffpriv.problems._size import solver_plan
+
+    return own == "dual" and gap_tol >= DUAL_GAP_TOL and solver_plan(problem) != "lean"
+
+
 def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> tuple[str, ...]:
     """The solvers (keys of :data:`SOLVERS`) to run ``problem`` with under ``optimizer.method``,
-    in order: the first that does not fail runs it. An explicit method names one solver (raising
-    ``ValueError`` where ``"cuts"`` does not apply); ``"auto"`` (:func:`choose`) falls back from
-    the exact reference to ``"cuts"`` (where :func:`auto_cuts`) and to the first-order solver,
-    and from ``"cuts"`` to the first-order solver."""
+    in order: the first that does not fail (nor, for :data:`TRIES`, stop short of converging)
+    runs it. An explicit method names one solver (raising ``ValueError`` where ``"cuts"`` does
+    not apply); ``"auto"`` (:func:`choose`) falls back from the exact reference to ``"cuts"``
+    (where :func:`auto_cuts`) and to the first-order solver, and from ``"cuts"`` to the
+    first-order solver; where ``"cuts"`` would run f-divergences at ``gap_tol ≥``
+    :data:`DUAL_GAP_TOL` and the smoothed dual applies, the dual runs first and ``"cuts"``
+    takes over."""
     chosen = choose(problem, method, gap_tol=gap_tol, warm=warm)
     if chosen == "cuts":
         solver = cuts_solver(problem)
@@ -209,7 +231,10 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
             raise ValueError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
                              "reverse KL, chi2, Hellinger, Renyi, TV) or Wasserstein ones, and an "
                              "objective other than the transport loss")
-        return (solver,) if method != "auto" else (solver, first_order(problem))
+        if method != "auto":
+            return (solver,)
+        own = first_order(problem)
+        return ("dual", "cuts") if solver == "cuts" and _dual_first(problem, own, gap_tol) else (solver, own)
     if chosen in ("pdhg", "al"):
         return (first_order(problem, chosen),)
     if method != "auto":

@@ -45,11 +45,11 @@ from diffpriv.solvers import (
 )
 from diffpriv.solvers._convex import ConvexSolveError
 from diffpriv.solvers._cuts import CutsRun, CutsSolveError
-from diffpriv.solvers._driver import OptimizeResult, check_finite, drive
+from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, drive
 from diffpriv.solvers._dual import DualRun
 from diffpriv.solvers._linear import linear_data, operator, sparse_matrix, the_table, tighten
 from diffpriv.solvers._lp import ReferenceSolveError
-from diffpriv.solvers._methods import auto_cuts, first_order, route, solver_class
+from diffpriv.solvers._methods import TRIES, auto_cuts, first_order, route, solver_class
 from diffpriv.solvers._nonlinear import batch_nonlinear
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish
@@ -87,16 +87,25 @@ class Optimizer(Options):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
         names = route(problem, self.method, gap_tol=self.gap_tol, warm=init is not None)
+        tried = None  # the result of a TRIES solver that did not converge
         for i, name in enumerate(names):
             self._check(name, problem, init)
             cls = solver_class(name)
             extra = {"init": init} if name == "pdhg" else {}
+            last = i == len(names) - 1
             try:
                 make = functools.partial(cls, self, problem, seed, **extra)
-                return drive(make, problem, self, seed, progress)
+                result = drive(make, problem, self, seed, progress)
             except SOLVER_ERRORS:
-                if i == len(names) - 1:
-                    raise
+                if not last:
+                    continue
+                if tried is not None:
+                    return tried
+                raise
+            if name in TRIES and not last and result.status != Status.CONVERGED:
+                tried = result
+                continue
+            return result
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod

@@ -21,7 +21,11 @@ LP's multipliers lies below their row's join it.
 **The bound.** Every row of the LP is valid for the whole problem, so its Lagrangian over every
 entry (the simplex rows kept, every other row at the LP's multipliers; :func:`._lp._bound_at`)
 is a lower bound of the optimum at the true budgets whatever the multipliers; the best
-multiple ``θ ∈ [0, 2]`` of them is taken (:func:`._lp.scaled_bound`).
+multiple ``θ ∈ [0, 2]`` of them is taken (:func:`._lp.scaled_bound`). Where the outputs have
+coordinates and the ground metric is at least Euclidean, the relaxation of
+:mod:`._moment_bound` (the rows' means, ``R·D`` variables) bounds the optimum from the start:
+column generation's Lagrangian bound lags while columns still price out (on a 32×32 grid it
+was 0 after 8 rounds), the means' bound was 3.969 against the one-output table's 4.007.
 
 **The table.** The LP is solved at budgets tightened by ``gap_tol / 4`` relative; its table is
 then mixed with the best output common to every row, ``A' = (1 − t)·A + t·𝟙δ_ν``, at the least
@@ -41,6 +45,7 @@ from diffpriv.problems._problem import Problem
 from diffpriv.solvers._cuts import CutsSolveError, HighsModel, _new_columns, _start_support
 from diffpriv.solvers._divergence import block_weights
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
+from diffpriv.solvers._moment_bound import moment_bound
 
 __all__ = ["TransportCutsRun", "applies"]
 
@@ -262,6 +267,9 @@ class TransportCutsRun:
         self.column_of = np.full(self.mask.size, -1)
         self.column_of[np.flatnonzero(self.mask)] = np.arange(self.model.n_table)
         self.bound, self.rounds, self.last = smallest_objective(problem), 0, None
+        means = moment_bound(problem, self.terms, self.full)
+        if means is not None:
+            self.bound = max(self.bound, means)
         self.total = min(opt.steps, MAX_ROUNDS)
 
     def _direction_cuts(self, problem: Problem) -> None:
