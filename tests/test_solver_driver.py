@@ -111,7 +111,9 @@ def test_route_names_one_run_per_method_and_the_fallbacks_of_auto():
     kl = _kl(150)
     assert route(kl, "auto") == ("cuts", "dual") and route(kl, "al") == ("al",)
     assert route(_kl(5), "exact") == ("exact",) and route(_kl(5), "pdhg") == ("dual",)
-    assert route(kl, "auto", gap_tol=1e-2) == ("dual", "cuts")  # the dual first where it converges fast
+    assert route(kl, "auto", gap_tol=1e-2) == ("cuts", "dual")  # 150 x 150: not measured for the dual
+    assert route(_kl(600), "auto", gap_tol=1e-2) == ("dual", "cuts")  # 24x24 up: the dual converges fast
+    assert route(_kl(600), "auto") == ("cuts", "dual")  # at the default gap_tol the dual stalls
     assert route(_kl(5), "auto", gap_tol=1e-2)[0] == "exact"  # small: Clarabel still
 
 

@@ -10,7 +10,8 @@ column-and-cut generation (``"cuts"``,
 entries: measured against Clarabel side by side (``benchmarks/divergence_optimality.py --grid``,
 ``benchmarks/RESULTS.md``), it converges at the default ``gap_tol`` where the smoothed dual
 stalled, is faster from 16×16 and finishes 24×24 and 32×32 grids Clarabel does not; at a loose
-``gap_tol`` (:data:`DUAL_GAP_TOL`) the smoothed dual runs first there. Elsewhere
+``gap_tol`` (:data:`DUAL_GAP_TOL`, from :data:`DUAL_FROM` entries) the smoothed dual runs first
+there. Elsewhere
 it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
 problem, Clarabel through cvxpy for Wasserstein constraints) where the size model predicts it is
 faster than diffpriv's own and fits in memory, and diffpriv's own solver otherwise, so that the
@@ -92,6 +93,9 @@ converge (:data:`TRIES`). DistP on 32×32 Gaussian-mixture grids at the tightest
 ``gap_tol = 10⁻²``: the dual converged in 14–35 s where ``"cuts"`` took 408–589 s (χ²,
 Hellinger, Rényi 2; ``benchmarks/divergence_optimality.py --grid 32 --gap-tol 1e-2``). At
 ``10⁻⁴`` the dual stalls (16×16 KL: 6.6·10⁻⁴ after 16,000 steps) and ``"cuts"`` runs alone."""
+DUAL_FROM = 300_000
+"""… and from this many table entries (about 24×24): measured there and at 32×32 (where the dual
+took 2–35 s and ``"cuts"`` 3.5–589 s), not between 12×12 and 24×24, which keep ``"cuts"``."""
 TRIES = frozenset({"dual"})
 """Solvers that, under ``"auto"``, hand over to the next of the route when they stop without
 converging (the smoothed dual stalls at its temperature floor on tight ``gap_tol``)."""
@@ -212,7 +216,9 @@ def _dual_first(problem, own: str, gap_tol: float) -> bool:
     """Whether ``"auto"`` tries the smoothed dual before ``"cuts"`` (:data:`DUAL_GAP_TOL`)."""
     from diffpriv.problems._size import solver_plan
 
-    return own == "dual" and gap_tol >= DUAL_GAP_TOL and solver_plan(problem) != "lean"
+    ns, nx, ny = problem.shape
+    return (own == "dual" and gap_tol >= DUAL_GAP_TOL and ns * nx * ny >= DUAL_FROM
+            and solver_plan(problem) != "lean")
 
 
 def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> tuple[str, ...]:
@@ -222,8 +228,8 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
     not apply); ``"auto"`` (:func:`choose`) falls back from the exact reference to ``"cuts"``
     (where :func:`auto_cuts`) and to the first-order solver, and from ``"cuts"`` to the
     first-order solver; where ``"cuts"`` would run f-divergences at ``gap_tol ≥``
-    :data:`DUAL_GAP_TOL` and the smoothed dual applies, the dual runs first and ``"cuts"``
-    takes over."""
+    :data:`DUAL_GAP_TOL` from :data:`DUAL_FROM` entries and the smoothed dual applies, the dual
+    runs first and ``"cuts"`` takes over."""
     chosen = choose(problem, method, gap_tol=gap_tol, warm=warm)
     if chosen == "cuts":
         solver = cuts_solver(problem)
