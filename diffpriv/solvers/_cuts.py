@@ -35,13 +35,13 @@ import dataclasses
 from typing import NamedTuple
 
 import numpy as np
-import scipy.optimize
 import scipy.sparse
 
 from diffpriv.problems._problem import Problem
+from diffpriv.solvers._cut_lp import CutsSolveError, HighsModel, new_columns, start_support
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 
-__all__ = ["CutsRun", "CutsSolveError", "HighsModel", "applies"]
+__all__ = ["CutsRun", "CutsSolveError", "applies"]
 
 START_RATIOS = np.exp(np.linspace(-3.0, 3.0, 7))
 """The tangent ratios ``s = P/Q`` every output starts with."""
@@ -62,24 +62,12 @@ def _ratio_range(fam) -> tuple[float, float]:
         return 1e-12, LARGEST_COEFFICIENT ** (1.0 / alpha)
     return LARGEST_COEFFICIENT ** (-1.0 / (1.0 - alpha)), LARGEST_COEFFICIENT
 
-COLUMNS_PER_ROW = 8
-"""At most this many entries of one row join the support per round (the least reduced costs). On
-KL DistP on a 20×20 grid 2, 4, 8 and 16 took 89, 50, 28 and 20 rounds, 44, 33, 17 and 22 s."""
-
 MAX_ROUNDS = 500
 
 TIGHTEST = 1e-9
 """The LP is solved at every budget ``ε·(1 − gap_tol/4)``; when its optimum there is not within
 ``gap_tol`` of the bound (a multiplier large against the objective makes the margin costly),
 the margin shrinks 10× at a time down to this."""
-
-_TOLERANCE = 1e-9  # HiGHS's primal and dual feasibility tolerances
-
-
-class CutsSolveError(RuntimeError):
-    """HiGHS found no optimum of a cut model (the message carries its status): the problem may be
-    infeasible, or the LP numerically hard."""
-
 
 class Terms(NamedTuple):
     """The bounded directions of the f-divergence comparisons, one per row of ``wp``."""
@@ -214,22 +202,6 @@ class _Cuts:
         self.a, self.c = np.concatenate([self.a, other.a]), np.concatenate([self.c, other.c])
 
 
-def _start_support(problem: Problem) -> np.ndarray:
-    """Each row's least-loss allowed output, and the output of least expected loss over every
-    row that allows it (``[S, X, Y]`` mask)."""
-    mask = problem.support_mask()
-    loss = np.where(mask, problem.loss[None], np.inf)
-    support = np.zeros_like(mask)
-    s, x = np.indices(mask.shape[:2])
-    support[s, x, np.argmin(loss, axis=2)] = True
-    weight = problem.prior + 1e-12
-    common = np.einsum("sx,sxy->y", weight, np.where(mask, problem.loss[None], 0.0))
-    allowed = mask.all(axis=(0, 1))
-    if allowed.any():
-        support[:, :, int(np.argmin(np.where(allowed, common, np.inf)))] = True
-    return support & mask
-
-
 def _laws(terms: Terms, table_rows: np.ndarray):
     """``(P, Q)`` ``[T, Y]`` of every term at a table ``[R, Y]``."""
     return terms.wp @ table_rows, terms.wq @ table_rows
@@ -251,51 +223,6 @@ def _term_values(terms: Terms, p, q):
             v = np.where(qq > 0, v, 0.0)
         out[on] = v
     return out
-
-
-class HighsModel:
-    """What both cut models share: a HiGHS model (quiet, feasibility tolerances
-    :data:`_TOLERANCE`) over the full LP ``full``'s table entries (``entry_row``, ``entry_out``
-    of the problem's support) and the means to add rows and columns."""
-
-    def __init__(self, problem: Problem, full, terms):
-        import highspy
-
-        self.h = h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("primal_feasibility_tolerance", _TOLERANCE)
-        h.setOptionValue("dual_feasibility_tolerance", _TOLERANCE)
-        self.inf = highspy.kHighsInf
-        self.terms, self.full = terms, full
-        self.n_out = problem.shape[2]
-        mask = problem.support_mask()
-        self.entry_row, self.entry_out = np.nonzero(mask.reshape(-1, self.n_out))
-        self.n_table = self.entry_row.size
-
-    def _add_rows(self, lower, upper, block) -> np.ndarray:
-        """Adds rows; returns their indices."""
-        block = scipy.sparse.csr_array(block)
-        first = self.h.getNumRow()
-        starts = block.indptr[:-1].astype(np.int32)
-        self._check(self.h.addRows(lower.size, lower, upper, block.nnz, starts,
-                                   block.indices.astype(np.int32), block.data.astype(np.float64)))
-        return first + np.arange(lower.size)
-
-    def _add_cols(self, cost, lower, upper, block) -> np.ndarray:
-        """Adds columns; returns their indices."""
-        block = scipy.sparse.csc_array(block)
-        first = self.h.getNumCol()
-        starts = block.indptr[:-1].astype(np.int32)
-        self._check(self.h.addCols(cost.size, cost, lower, upper, block.nnz, starts,
-                                   block.indices.astype(np.int32), block.data.astype(np.float64)))
-        return first + np.arange(cost.size)
-
-    @staticmethod
-    def _check(status) -> None:
-        import highspy
-
-        if status == highspy.HighsStatus.kError:
-            raise RuntimeError("optimizer: HiGHS refused a change to the cut model")
 
 
 class _Model(HighsModel):
@@ -504,7 +431,7 @@ class CutsRun:
         self.full = _build(problem, blocks)
         self.model = _Model(problem, self.full, self.terms)
         self.mask = problem.support_mask()
-        self.model.add_entries(np.flatnonzero(_start_support(problem)[self.mask]))
+        self.model.add_entries(np.flatnonzero(start_support(problem)[self.mask]))
         self.bound, self.best, self.rounds, self.rnd = smallest_objective(problem), None, 0, None
         self.total = min(opt.steps, MAX_ROUNDS)
         self.column_of = np.full(self.mask.size, -1)
@@ -540,7 +467,7 @@ class CutsRun:
         support = np.zeros(self.mask.size, bool)
         support[np.flatnonzero(self.mask)] = model.in_support
         added = _add_cuts(model, rnd) + model.add_entries(
-            self.column_of[_new_columns(support.reshape(-1, problem.shape[2]), reduced)])
+            self.column_of[new_columns(support.reshape(-1, problem.shape[2]), reduced)])
         if not added:  # the LP's optimum at the tightened budgets: what tightening costs
             if self.tighten_rel <= TIGHTEST:
                 return Chunk(self.rounds, gap, Status.STALLED)
@@ -574,20 +501,3 @@ def _add_cuts(model: _Model, rnd: _Round) -> int:
     ratio = np.where(np.isfinite(ratio), ratio, np.inf)
     new = model.cuts.new(terms, term, out, ratio)
     return model.add_cuts(term[new], out[new], ratio[new])
-
-
-def _new_columns(support_rows: np.ndarray, reduced: np.ndarray) -> np.ndarray:
-    """Flat indices (``row · Y + y``) of up to :data:`COLUMNS_PER_ROW` entries per row whose
-    reduced cost lies below the row's least one on the support."""
-    inside = np.where(support_rows, reduced, np.inf).min(axis=1, keepdims=True)
-    scale = np.maximum(np.abs(inside), 1.0)
-    cand = (~support_rows) & np.isfinite(reduced) & (reduced < inside - 1e-9 * scale)
-    if not cand.any():
-        return np.zeros(0, np.int64)
-    score = np.where(cand, reduced, np.inf)
-    k = min(COLUMNS_PER_ROW, score.shape[1])
-    best = np.argpartition(score, k - 1, axis=1)[:, :k]
-    r = np.repeat(np.arange(score.shape[0]), k)
-    pick = best.reshape(-1)
-    ok = np.isfinite(score[r, pick])
-    return r[ok] * score.shape[1] + pick[ok]

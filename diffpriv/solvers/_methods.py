@@ -86,6 +86,12 @@ CONVEX_VARIABLES = 85_000
 CONVEX_VARIABLES_LOOSE = 20_000
 CONVEX_VARIABLES_AL = 160_000
 CUTS_FROM = 20_000
+"""``"auto"`` runs Clarabel rather than ``"cuts"`` on f-divergences between item laws up to this
+many table entries (about 12×12): on the Gaussian-mixture grids of
+``benchmarks/divergence_optimality.py --grid`` Clarabel was 8–15× faster (medians) on 6×6 and
+1.1–2.3× on 10×10, and ``"cuts"`` took 0.08–0.78× Clarabel's time on 16×16. Under the
+largest-entry objective Clarabel runs wherever it fits (up to :data:`CONVEX_VARIABLES_AL`):
+``"cuts"`` took 89–371 s on 10×10 grids where Clarabel took 0.7–2.3 s."""
 DUAL_GAP_TOL = 1e-2
 """From this ``gap_tol`` up, ``"auto"`` runs the smoothed dual before ``"cuts"`` where both apply
 and Clarabel does not run (:func:`route`), with ``"cuts"`` taking over when the dual does not
@@ -99,12 +105,6 @@ took 2–35 s and ``"cuts"`` 3.5–589 s), not between 12×12 and 24×24, which 
 TRIES = frozenset({"dual"})
 """Solvers that, under ``"auto"``, hand over to the next of the route when they stop without
 converging (the smoothed dual stalls at its temperature floor on tight ``gap_tol``)."""
-"""``"auto"`` runs Clarabel rather than ``"cuts"`` on f-divergences between item laws up to this
-many table entries (about 12×12): on the Gaussian-mixture grids of
-``benchmarks/divergence_optimality.py --grid`` Clarabel was 8–15× faster (medians) on 6×6 and
-1.1–2.3× on 10×10, and ``"cuts"`` took 0.08–0.78× Clarabel's time on 16×16. Under the
-largest-entry objective Clarabel runs wherever it fits (up to :data:`CONVEX_VARIABLES_AL`):
-``"cuts"`` took 89–371 s on 10×10 grids where Clarabel took 0.7–2.3 s."""
 
 
 def _kinds(problem) -> tuple[tuple[str, float], ...]:

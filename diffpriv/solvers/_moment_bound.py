@@ -57,8 +57,7 @@ def _units(dim: int) -> np.ndarray:
 def _euclidean_terms(problem: Problem, terms) -> np.ndarray:
     """The terms whose order is at least 1 and whose ground metric dominates the outputs'
     Euclidean distance."""
-    coords = problem.outputs.coords
-    dist = np.sqrt(((coords[:, None, :] - coords[None, :, :]) ** 2).sum(-1))
+    dist = problem.outputs.distances(problem.outputs)
     ok = [order >= 1.0 and bool(np.all(ground >= dist * (1.0 - 1e-12)))
           for ground, order in zip(terms.grounds, terms.orders, strict=True)]
     return np.flatnonzero(np.asarray(ok)[terms.group])
@@ -187,10 +186,9 @@ def moment_bound(problem: Problem, terms, full) -> float | None:
     lp = _Relaxation(cost, allowed, coords, diff, np.asarray(terms.eps, np.float64)[keep])
     units = _units(coords.shape[1])
     rows = np.arange(n_rows)
-    lp.add_minorants(rows, np.zeros((n_rows, coords.shape[1])))
-    for rho in SCALES:
-        for u in units:
-            lp.add_minorants(rows, rho * lp.scale[:, None] * u[None])
+    dim = coords.shape[1]
+    start = np.concatenate([np.zeros((1, dim)), *(rho * units for rho in SCALES)])  # [J, D]
+    lp.add_minorants(np.repeat(rows, start.shape[0]), (lp.scale[:, None, None] * start).reshape(-1, dim))
     n_terms = keep.size
     lp.add_means(np.repeat(np.arange(n_terms), units.shape[0]), np.tile(units, (n_terms, 1)))
     best = None
@@ -213,6 +211,6 @@ def moment_bound(problem: Problem, terms, full) -> float | None:
         if over.size:
             lp.add_means(over, move[over] / size[over, None])
         u = toward[moved] / length[moved, None]
-        for rho in SCALES:
-            lp.add_minorants(moved, rho * lp.scale[moved, None] * u)
+        steps = lp.scale[moved, None, None] * np.asarray(SCALES)[None, :, None] * u[:, None, :]  # [k, ρ, D]
+        lp.add_minorants(np.repeat(moved, len(SCALES)), steps.reshape(-1, dim))
     return best

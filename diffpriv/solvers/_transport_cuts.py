@@ -42,7 +42,7 @@ import numpy as np
 import scipy.sparse
 
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers._cuts import CutsSolveError, HighsModel, _new_columns, _start_support
+from diffpriv.solvers._cut_lp import CutsSolveError, HighsModel, new_columns, start_support
 from diffpriv.solvers._divergence import block_weights
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 from diffpriv.solvers._moment_bound import moment_bound
@@ -259,7 +259,7 @@ class TransportCutsRun:
         self.full = _build(problem, tuple(b for b in problem.blocks() if b.linear))
         self.model = _Model(problem, self.full, self.terms)
         self.mask = problem.support_mask()
-        self.model.add_entries(np.flatnonzero(_start_support(problem)[self.mask]))
+        self.model.add_entries(np.flatnonzero(start_support(problem)[self.mask]))
         self.inner = self.common = self._common_output()
         if self.common is not None:  # the LP can reach the common output's table
             self.model.add_entries(np.flatnonzero(self.common.table[self.mask] > 0))
@@ -280,7 +280,7 @@ class TransportCutsRun:
         coords = problem.outputs.coords
         if coords is None or not DIRECTIONS:
             return
-        dist = np.sqrt(((coords[:, None, :] - coords[None, :, :]) ** 2).sum(-1))
+        dist = problem.outputs.distances(problem.outputs)
         if coords.shape[1] == 1:
             units = np.array([[1.0], [-1.0]])
         elif coords.shape[1] == 2:
@@ -369,7 +369,7 @@ class TransportCutsRun:
         support = np.zeros(self.mask.size, bool)
         support[np.flatnonzero(self.mask)] = model.in_support
         added = cuts + model.add_entries(
-            self.column_of[_new_columns(support.reshape(-1, problem.shape[2]), reduced)])
+            self.column_of[new_columns(support.reshape(-1, problem.shape[2]), reduced)])
         if not added:
             if self.tighten_rel <= 1e-9:
                 return Chunk(self.rounds, gap, Status.STALLED)
