@@ -399,6 +399,17 @@ def _bound(problem, full, terms: Terms, cuts: _Cuts, rnd: _Round):
     p, q_lp = np.zeros((n_terms, n_out)), np.zeros((n_terms, n_out))
     np.add.at(p, (cuts.term, cuts.out), rnd.mu * cuts.a)
     np.add.at(q_lp, (cuts.term, cuts.out), rnd.mu * cuts.c)
+    # Where a term has no tangent yet (no support entry enters its laws at that output), its
+    # LP multipliers are 0; for ``f = −t^α`` (α < 1) ``f*(0)`` is infinite, so the pair there is
+    # λ times the tangent at ratio 1 instead (valid, finite), and entries are priced by it too.
+    untouched = np.ones((n_terms, n_out), bool)
+    untouched[cuts.term, cuts.out] = False
+    for i, fam in enumerate(terms.families):
+        if fam[0] == "power" and fam[1] < 1:
+            on = untouched & (terms.family == i)[:, None]
+            a, c = _tangent(fam, 1.0)
+            p[on], q_lp[on] = (rnd.lam[:, None] * a * np.ones(n_out))[on], (rnd.lam[:, None] * c
+                                                                           * np.ones(n_out))[on]
     price = terms.wp.T @ p + terms.wq.T @ q_lp  # [R, Y]
     q = np.zeros_like(p)
     for i, fam in enumerate(terms.families):
