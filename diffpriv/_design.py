@@ -101,6 +101,8 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
                 "seconds": optimize_seconds, "objective": float(result.objective),
                 "lower_bound": json_number(result.lower_bound),
                 "max_violation": float(result.max_violation), "options": result.options}
+        if result.presolve is not None:
+            info["presolve"] = result.presolve
         start = time.perf_counter()
         cert = certify(problem, result.table, seed=seed, meta={**(meta or {}), "optimizer": info},
                        quantize=quantize)

@@ -101,7 +101,7 @@ def optimize(
         problem, cert, d.seconds,
         optimized=float(result.objective), lower_bound=float(result.lower_bound),
         steps=int(result.steps), stop=result.status, seed=int(result.seed), plan=result.plan,
-        method=result.method,
+        method=result.method, **({} if result.presolve is None else {"presolve": result.presolve}),
     )
     with _user_errors():
         write_json(out / "summary.json", summary)

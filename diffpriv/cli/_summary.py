@@ -104,6 +104,10 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
         rows.append(("LP rounds", f"{s['steps']} ({s['stop']})"))
     elif "steps" in s and s.get("plan") != "exact":
         rows.append(("steps, seed", f"{s['steps']} ({s['stop']}), seed {s['seed']}"))
+    if "presolve" in s:
+        (xi, nx), (yi, ny) = s["presolve"]["inputs"], s["presolve"]["outputs"]
+        rows.append(("presolve", f"solved on {xi} of {nx} inputs and {yi} of {ny} outputs (the rest carry "
+                                 "no prior, law or allowed output; certified whole)"))
     if s.get("plan") == "lean":
         rows.append(("solver plan", "lean: float32, no averages, no polishing (the standard "
                                     "plan needs more memory than the limit)"))

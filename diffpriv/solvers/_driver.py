@@ -120,6 +120,9 @@ class OptimizeResult:
         the table is already repaired by the certifier's mixing, so ``max_violation`` is 0);
         ``"exact"`` for a run of the exact reference; ``"cuts"`` for column-and-cut generation
         (:mod:`diffpriv.solvers._cuts`: ``steps`` counts its linear programs).
+      presolve: ``{"inputs": [kept, all], "outputs": [kept, all]}`` where presolve dropped
+        rows or outputs before the solver ran (:mod:`diffpriv.solvers._presolve`; ``table`` is of
+        the whole problem), else ``None``.
       method: the solver that ran: ``"pdhg"``, ``"transport pdhg"``, ``"dual"``, ``"cuts"``, ``"al"``, or
         an exact one (``"highs"``, ``"clarabel"``: :mod:`diffpriv.solvers._exact`, ``steps``
         0, ``lower_bound`` from the solver's multipliers, ``max_violation`` in its own rows).
@@ -140,6 +143,7 @@ class OptimizeResult:
     plan: str = "standard"
     compile_seconds: float = 0.0
     method: str = "pdhg"
+    presolve: dict | None = None
 
     @property
     def converged(self) -> bool:

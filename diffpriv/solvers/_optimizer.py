@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from diffpriv.mechanisms._mechanism import Mechanism
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, solver_plan
 from diffpriv.solvers import (
@@ -53,6 +54,7 @@ from diffpriv.solvers._methods import TRIES, auto_cuts, first_order, route, solv
 from diffpriv.solvers._nonlinear import batch_nonlinear
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish
+from diffpriv.solvers._presolve import Presolved, presolve
 from diffpriv.solvers._progress import progress_bar
 from diffpriv.solvers._transport_pdhg import batch_transport
 
@@ -86,6 +88,16 @@ class Optimizer(Options):
         """
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+        pre = presolve(problem) if self.presolve else None
+        if pre is None:
+            return self._run(problem, seed, init, progress)
+        result = self._run(pre.problem, seed, _restricted(pre, init), progress)
+        kept = {"inputs": [int(pre.rows.size), problem.shape[1]],
+                "outputs": [int(pre.outs.size), problem.shape[2]]}
+        return dataclasses.replace(result, table=pre.restore(result.table), presolve=kept)
+
+    def _run(self, problem: Problem, seed: int, init, progress) -> OptimizeResult:
+        """The route's solvers on ``problem`` in turn (:meth:`__call__`)."""
         names = route(problem, self.method, gap_tol=self.gap_tol, warm=init is not None)
         tried = None  # the result of a TRIES solver that did not converge
         for i, name in enumerate(names):
@@ -119,6 +131,20 @@ class Optimizer(Options):
         if name in ("transport pdhg", "dual", "al") and solver_plan(problem) == "lean":
             raise SizeError("optimizer: this problem is too large for the float64 solvers that "
                             "divergence and Wasserstein constraints need")
+
+
+def _restricted(pre: Presolved, init):
+    """A warm start of the whole problem on the reduced one: a table or a mechanism restricted; a
+    result's table restricted (its solver state is of the reduced problem already, as presolve
+    reduces the same problem the same way)."""
+    if init is None:
+        return None
+    if isinstance(init, OptimizeResult):
+        return dataclasses.replace(init, table=pre.restrict(init.table))
+    table = init.table() if isinstance(init, Mechanism) else init
+    if np.shape(table) != pre.full.shape:
+        raise ValueError(f"init: shape {np.shape(table)}, expected {pre.full.shape}")
+    return pre.restrict(np.asarray(table))
 
 
 def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progress: bool = False,
@@ -157,6 +183,15 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     opt = Optimizer(steps=steps, **options)
     if opt.method not in ("auto", "pdhg"):
         raise ValueError("optimizer.method: solve_batch runs 'pdhg' only ('auto' runs it too)")
+    pre = presolve(problem) if opt.presolve else None
+    if pre is None:
+        return _solve_batch(opt, problem, eps_scales, seed)
+    tables, bounds = _solve_batch(opt, pre.problem, eps_scales, seed)
+    return np.stack([pre.restore(t) for t in tables]), bounds
+
+
+def _solve_batch(opt: Optimizer, problem: Problem, eps_scales, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`solve_batch` on a presolved problem."""
     if not problem.linear:
         scales = np.asarray(eps_scales, np.float64)
         if opt.method == "auto" and auto_cuts(problem):

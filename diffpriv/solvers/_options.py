@@ -47,6 +47,8 @@ class Options:
     jitter: float = _f(1e-3, "scale of the seeded perturbation of the uniform starting logits",
                        ge=0, le=10.0)
     polish: bool = _f(True, "project the final table onto its guessed active face")
+    presolve: bool = _f(True, "drop the rows no prior or compared law weighs, and the outputs no row "
+                        "may use, before the solver runs (put back exactly for certification)")
 
     def __post_init__(self):
         self.check()
@@ -57,8 +59,9 @@ class Options:
             names = [repr(k) for k in METHODS]
             raise ValueError(f"optimizer.method: must be {', '.join(names[:-1])} or {names[-1]}, "
                              f"got {self.method!r}")
-        if not isinstance(self.polish, bool):
-            raise ValueError(f"optimizer.polish: must be true or false, got {self.polish!r}")
+        for name in ("polish", "presolve"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"optimizer.{name}: must be true or false, got {getattr(self, name)!r}")
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if f.type == "int" and (isinstance(v, bool) or not isinstance(v, int)):

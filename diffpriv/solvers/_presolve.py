@@ -1,0 +1,99 @@
+"""Presolve: the table rows and outputs no part of the problem sees are removed before a solver
+runs, and put back exactly afterwards (no JAX).
+
+A row (input ``x``, all profiles) can be dropped when its prior is 0 in every profile and every
+compared law gives it weight 0 — real location data binned on a grid leaves most cells so
+(``benchmarks/scaling.py --sacramento``). This holds only where every comparison is between item
+laws (:class:`~diffpriv.problems._blocks.MixtureBlock`): a pair block (local, extended,
+divergence or Wasserstein DP) bounds rows themselves. The objective then ignores the row (the
+expected loss weighs it by its prior; the worst-case and largest-entry objectives range over rows
+of positive prior), and so does every constraint, so the reduced problem has the same optimum,
+and a lower bound of it bounds the whole problem. An output no kept row's support allows is
+dropped too (not beside a Wasserstein comparison, whose ground metric spans the outputs).
+
+The reduced problem's comparisons are the whole problem's, restricted (not rebuilt from its
+constraints, whose budgets — e.g. extended DistP's ``ε·W`` — are computed once, on the whole
+problem). A dropped row is put back sending all its mass to its least-loss allowed output; the
+certificate is always of the whole problem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from diffpriv.problems._blocks import MixtureBlock
+from diffpriv.problems._problem import Domain, Item, Problem
+
+__all__ = ["Presolved", "presolve"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Presolved:
+    """A problem (``full``) and its reduction (``problem``) to the inputs ``rows`` and the outputs
+    ``outs`` (sorted indices into ``full``'s)."""
+
+    full: Problem
+    problem: Problem
+    rows: np.ndarray
+    outs: np.ndarray
+
+    def restore(self, table: np.ndarray) -> np.ndarray:
+        """The whole problem's table ``[S, X, Y]`` of a reduced one: its entries in place, a
+        dropped row one-hot on its least-loss allowed output."""
+        full = self.full
+        ns, nx, ny = full.shape
+        loss = np.where(full.support_mask(), full.loss[None], np.inf)
+        out = np.zeros((ns, nx, ny))
+        np.put_along_axis(out, np.argmin(loss, axis=-1)[..., None], 1.0, axis=-1)
+        out[:, self.rows] = 0.0
+        out[np.ix_(np.arange(ns), self.rows, self.outs)] = np.asarray(table, np.float64)
+        return out
+
+    def restrict(self, table: np.ndarray) -> np.ndarray:
+        """A whole problem's table (e.g. a warm start) on the reduced problem, rows renormalised."""
+        part = np.asarray(table, np.float64)[np.ix_(np.arange(self.full.shape[0]), self.rows, self.outs)]
+        total = part.sum(-1, keepdims=True)
+        return np.where(total > 0, part / np.where(total > 0, total, 1.0), 1.0 / part.shape[-1])
+
+
+def presolve(problem: Problem) -> Presolved | None:
+    """The reduction of ``problem`` (module docstring), or ``None`` when nothing can be dropped
+    (a comparison of rows, the transport objective, or every row and output in use)."""
+    blocks = problem.blocks()
+    if problem.objective.transport or not all(isinstance(b, MixtureBlock) for b in blocks):
+        return None
+    used = (problem.prior > 0).any(axis=0)
+    for b in blocks:
+        used |= (b.wa != 0).any(axis=0) | (b.wb != 0).any(axis=0)
+    rows = np.flatnonzero(used)
+    outs = np.arange(problem.shape[2])
+    if not any(b.ground is not None for b in blocks):
+        outs = np.flatnonzero(problem.support_mask()[:, rows].any(axis=(0, 1)))
+    if rows.size == problem.shape[1] and outs.size == problem.shape[2]:
+        return None
+    return Presolved(problem, _reduced(problem, rows, outs), rows, outs)
+
+
+def _subset(domain: Domain, keep: np.ndarray) -> Domain:
+    coords = None if domain.coords is None else domain.coords[keep]
+    return Domain(tuple(domain.labels[i] for i in keep), coords)
+
+
+def _reduced(problem: Problem, rows: np.ndarray, outs: np.ndarray) -> Problem:
+    """``problem`` on ``rows`` and ``outs``, its comparisons restricted rather than rebuilt."""
+    profiles = np.arange(problem.shape[0])
+    support = None if problem.support is None else problem.support[np.ix_(profiles, rows, outs)]
+    metric = None if problem.input_metric is None else problem.input_metric[np.ix_(rows, rows)]
+    # Items keep their mass (all of it on ``rows``); the sum is rounded afresh, so renormalise.
+    items = tuple(Item(it.name, it.dist[rows] / it.dist[rows].sum(), it.profile) for it in problem.items)
+    reduced = dataclasses.replace(
+        problem, inputs=_subset(problem.inputs, rows), outputs=_subset(problem.outputs, outs),
+        loss=problem.loss[np.ix_(rows, outs)], prior=problem.prior[:, rows], items=items,
+        support=support, input_metric=metric)
+    blocks = tuple(dataclasses.replace(b, wa=b.wa[:, rows], wb=b.wb[:, rows],
+                                       ground=None if b.ground is None else b.ground[np.ix_(outs, outs)])
+                   for b in problem.blocks())
+    reduced.__dict__["_blocks"] = blocks  # the cached comparisons: the whole problem's, restricted
+    return reduced
