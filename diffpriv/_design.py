@@ -122,7 +122,7 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
         for _ in range(3):
             if (result.status != "converged" or result.steps >= budget
                     or _gap(cert.loss, result.lower_bound) <= opt.gap_tol
-                    or not problem.linear):  # no warm start there
+                    or not problem.linear or result.method != "pdhg"):  # no warm start there
                 break
             opt = dataclasses.replace(opt, steps=budget - result.steps,
                                       viol_factor=opt.viol_factor / 10)

@@ -208,3 +208,35 @@ def test_sparse_laws_leave_outputs_untouched_and_the_bound_stays_finite(divergen
     assert d.result.status == "converged" and d.certificate.ok
     assert 0 < d.result.lower_bound <= ref * (1 + 1e-6)
     assert d.certificate.loss <= ref * (1 + 2e-3)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_column_generation_on_linear_distp_meets_the_lp(seed):
+    """Linear comparisons of item laws only (pure and approximate DistP, profile edges; every
+    objective): column generation alone converges, its bound below HiGHS's optimum of the
+    whole LP, its certified table within gap_tol of it."""
+    objective = ("expected", "worst", "entry")[seed % 3]
+    delta = 0.05 if seed % 4 == 3 else 0.0
+    p = random_problem(seed, extra="none", objective=objective, delta=delta)
+    ref = dp.solvers.lp(p).value
+    d = dp.design(p, method="cuts", gap_tol=1e-4)
+    assert d.result.method == "cuts" and d.result.status == "converged" and d.certificate.ok
+    assert d.result.lower_bound <= ref + 1e-9 * max(1.0, abs(ref))
+    assert d.certificate.loss <= ref + 2e-4 * max(ref, 1e-6)
+
+
+def test_auto_runs_column_generation_on_larger_distp_only():
+    from diffpriv.solvers._methods import LINEAR_CUTS_FROM, route
+
+    small = random_problem(0, n_in=10, extra="none")
+    assert route(small, "auto") == ("exact", "cuts", "pdhg")
+    dom = dp.Domain.grid(16, 16, 1.0)
+    rng = np.random.default_rng(0)
+    a, b = rng.dirichlet(np.ones(256)), rng.dirichlet(np.ones(256))
+    big = dp.Problem(dom, dom, dom.distances(dom), (a + b) / 2, items=(dp.Item("a", a), dp.Item("b", b)),
+                     constraints=(dp.DistP(((0, 1),), 1.0),))
+    assert 256 * 256 >= LINEAR_CUTS_FROM and route(big, "auto") == ("cuts", "pdhg")
+    with_ldp = dataclasses.replace(big, constraints=(*big.constraints, dp.LocalDP(3.0)))
+    assert route(with_ldp, "auto")[0] != "cuts"  # pair blocks: the whole LP's rows
+    with pytest.raises(ValueError, match="'cuts' needs"):
+        route(with_ldp, "cuts")

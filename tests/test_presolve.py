@@ -160,3 +160,18 @@ def test_the_cli_says_what_presolve_kept(tmp_path):
     assert summary["presolve"] == {"inputs": [5, 36], "outputs": [36, 36]}  # five cells hold points
     assert "solved on 5 of 36 inputs" in result.stdout
     assert summary["ok"] and summary["stop"] == "converged"
+
+
+def test_step_bytes_follow_the_presolved_table():
+    """One PDHG step moves a fixed number of table-sized passes (float64: 8 bytes an entry, ten
+    to thirty passes): 16× the entries, 10–17× the bytes; and a presolved problem is counted at
+    its reduced size."""
+    dense = [dataclasses.replace(sparse_problem(8, n), prior=np.full(n * n, 1.0 / (n * n))) for n in (6, 12)]
+    small, large = (dp.solvers.step_bytes(p) for p in dense)
+    assert 10 < large / small < 17
+    assert 8 * 10 < large / 144**2 < 8 * 30
+    sparse = sparse_problem(8, 12)
+    kept = presolve(sparse).rows.size
+    assert dp.solvers.step_bytes(sparse) < large * (kept / 144 + 0.1)
+    r = dp.optimize(sparse, method="pdhg", gap_tol=1e-2)
+    assert 0 < r.polish_seconds < r.seconds

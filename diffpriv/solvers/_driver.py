@@ -120,6 +120,8 @@ class OptimizeResult:
         the table is already repaired by the certifier's mixing, so ``max_violation`` is 0);
         ``"exact"`` for a run of the exact reference; ``"cuts"`` for column-and-cut generation
         (:mod:`diffpriv.solvers._cuts`: ``steps`` counts its linear programs).
+      polish_seconds: the part of ``seconds`` spent polishing tables on the host (PDHG), compiling
+        for it left out (that is in ``compile_seconds``).
       presolve: ``{"inputs": [kept, all], "outputs": [kept, all]}`` where presolve dropped
         rows or outputs before the solver ran (:mod:`diffpriv.solvers._presolve`; ``table`` is of
         the whole problem), else ``None``.
@@ -144,6 +146,7 @@ class OptimizeResult:
     compile_seconds: float = 0.0
     method: str = "pdhg"
     presolve: dict | None = None
+    polish_seconds: float = 0.0
 
     @property
     def converged(self) -> bool:
@@ -166,7 +169,7 @@ class OptimizeResult:
 def make_result(problem, table: np.ndarray, bound: float, *, status: str, steps: int, start: float,
                 compiled: float, seed: int, options, violation: float = 0.0, state=None,
                 plan: str = "standard", history: dict | None = None,
-                method: str = "pdhg") -> OptimizeResult:
+                method: str = "pdhg", polish_seconds: float = 0.0) -> OptimizeResult:
     """The :class:`OptimizeResult` of a run that began at ``time.perf_counter() == start`` with
     ``compile_seconds() == compiled``: ``table`` ``[S, X, Y]`` (checked finite), its objective,
     and its :func:`relative_gap` to ``bound``; ``options`` a dataclass of the settings."""
@@ -177,7 +180,7 @@ def make_result(problem, table: np.ndarray, bound: float, *, status: str, steps:
         max_violation=violation, steps=steps, seconds=time.perf_counter() - start, seed=seed,
         status=Status(status).value, history={} if history is None else history,
         options=dataclasses.asdict(options), state=state, plan=plan,
-        compile_seconds=compile_seconds() - compiled, method=method)
+        compile_seconds=compile_seconds() - compiled, method=method, polish_seconds=polish_seconds)
 
 
 class Chunk(NamedTuple):
@@ -203,6 +206,7 @@ class Outcome(NamedTuple):
     history: dict | None = None
     plan: str = "standard"
     method: str = "pdhg"
+    polish_seconds: float = 0.0
 
 
 class Run(Protocol):
@@ -237,4 +241,5 @@ def drive(make: Callable[[], Run], problem, options, seed: int,
     out = run.finish(Status.STEP_LIMIT if status is None else status)
     return make_result(problem, out.table, out.bound, status=out.status, steps=done, start=start,
                        compiled=compiled, seed=seed, options=options, violation=out.violation,
-                       state=out.state, plan=out.plan, history=out.history, method=out.method)
+                       state=out.state, plan=out.plan, history=out.history, method=out.method,
+                       polish_seconds=out.polish_seconds)

@@ -92,6 +92,13 @@ many table entries (about 12×12): on the Gaussian-mixture grids of
 1.1–2.3× on 10×10, and ``"cuts"`` took 0.08–0.78× Clarabel's time on 16×16. Under the
 largest-entry objective Clarabel runs wherever it fits (up to :data:`CONVEX_VARIABLES_AL`):
 ``"cuts"`` took 89–371 s on 10×10 grids where Clarabel took 0.7–2.3 s."""
+LINEAR_CUTS_FROM = 50_000
+"""``"auto"`` runs column generation (``"cuts"`` without cuts) rather than HiGHS on the whole LP
+from this many table entries (after presolve; about 16×16) where every comparison is between
+item laws (DistP): with certification, on the Gaussian-mixture grids of
+``benchmarks/scaling.py`` it took 1.4 s / 0.25 s / 0.71 s on 6×6 / 10×10 / 16×16 where HiGHS
+took 0.02 s / 0.17 s / 1.08 s, and on the Sacramento sales 0.19 / 0.24 / 0.61 s against
+0.03 / 0.11 / 0.67 s (``benchmarks/RESULTS.md``)."""
 DUAL_GAP_TOL = 1e-2
 """From this ``gap_tol`` up, ``"auto"`` runs the smoothed dual before ``"cuts"`` where both apply
 and Clarabel does not run (:func:`route`), with ``"cuts"`` taking over when the dual does not
@@ -168,8 +175,12 @@ def cuts_apply(problem) -> bool:
 def cuts_solver(problem) -> str | None:
     """``"cuts"`` (f-divergences) or ``"transport cuts"`` (Wasserstein constraints) where
     column-and-cut generation runs ``problem``, else None."""
-    if problem.linear:
-        return None
+    if problem.linear:  # column generation alone: comparisons of item laws only (pair blocks'
+        # rows make the model as large as the whole LP: 16x16 geo-indistinguishability > 8 min)
+        from diffpriv.problems._blocks import MixtureBlock
+
+        mixtures = all(isinstance(b, MixtureBlock) for b in problem.blocks())
+        return "cuts" if mixtures and not problem.objective.transport else None
     from diffpriv.solvers import _cuts, _transport_cuts
 
     kinds = _kinds(problem)
@@ -204,6 +215,9 @@ def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -
         return "pdhg"
     if cuts_solver(problem) == "transport cuts":  # 6x6 WDP grid: 1.9 s, Clarabel 26 s, PDHG 138+ s
         return "cuts"
+    if problem.linear and cuts_solver(problem) == "cuts":  # column generation (DistP)
+        ns, nx, ny = problem.shape
+        return "exact" if ns * nx * ny < LINEAR_CUTS_FROM and exact_solver(problem, gap_tol) else "cuts"
     if auto_cuts(problem):
         ns, nx, ny = problem.shape
         entries = problem.objective.epigraph == "entries"  # cuts: 89-371 s on 10x10, Clarabel 1-2 s
@@ -235,8 +249,9 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
         solver = cuts_solver(problem)
         if solver is None:
             raise ValueError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
-                             "reverse KL, chi2, Hellinger, Renyi, TV) or Wasserstein ones, and an "
-                             "objective other than the transport loss")
+                             "reverse KL, chi2, Hellinger, Renyi, TV), Wasserstein ones, or linear "
+                             "ones between item laws only (DistP), and an objective other than the "
+                             "transport loss")
         if method != "auto":
             return (solver,)
         own = first_order(problem)

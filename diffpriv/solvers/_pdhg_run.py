@@ -10,6 +10,8 @@ on the host on the polished table.
 
 from __future__ import annotations
 
+import time
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,7 +23,15 @@ from diffpriv.solvers import (
     _x64,  # noqa: F401  (float64 before any array is made)
 )
 from diffpriv.solvers._al import solve_al
-from diffpriv.solvers._driver import Chunk, OptimizeResult, Outcome, Status, check_finite, relative_gap
+from diffpriv.solvers._driver import (
+    Chunk,
+    OptimizeResult,
+    Outcome,
+    Status,
+    check_finite,
+    compile_seconds,
+    relative_gap,
+)
 from diffpriv.solvers._linear import (
     LinearData,
     linear_data,
@@ -96,7 +106,7 @@ class PDHGRun:
         self.total = self.n_periods * opt.period
         self.per_chunk = min(opt.chunk, self.n_periods)  # one compilation: the limit is traced
         self.viol_tol = opt.viol_factor * opt.gap_tol
-        self.periods, self.traces, self.polished = 0, [], None
+        self.periods, self.traces, self.polished, self.polish_seconds = 0, [], None, 0.0
 
     def chunk(self) -> Chunk:
         opt = self.opt
@@ -123,6 +133,7 @@ class PDHGRun:
         """``(table, bound, violation)`` of the state: the device's best certified bound (for a
         lean, float32 run: the bound of the final multipliers, computed in float64 column by
         column), and the table, polished unless the run was lean."""
+        start, compiled = time.perf_counter(), compile_seconds()
         data, true_data = self.data, self.true_data
         if self.lean:
             lb = lower_bound_by_columns(self.problem, self.state.u)
@@ -131,6 +142,7 @@ class PDHGRun:
             lb = float(self.state.best_lb)
         table, viol = _pack(self.problem, data, true_data, jnp.exp(self.state.theta), self.state.u,
                             polishing=self.opt.polish and not self.lean)
+        self.polish_seconds += time.perf_counter() - start - (compile_seconds() - compiled)
         return table, lb, viol
 
     def finish(self, status: Status) -> Outcome:
@@ -141,7 +153,8 @@ class PDHGRun:
                    for i, name in enumerate(("kkt", "lower_bound", "gap"))}
         table, lb, viol = self._polish() if self.polished is None else self.polished
         return Outcome(table, lb, status, viol, state=self.state, history=history,
-                       plan="lean" if self.lean else "standard", method="pdhg")
+                       plan="lean" if self.lean else "standard", method="pdhg",
+                       polish_seconds=self.polish_seconds)
 
 
 class LinearALRun:
@@ -205,3 +218,27 @@ def _al_jit(data, key, outer, inner, worst, nonlinear, kinds):
 def _run(data, true_data, steps, state, limit, max_periods, period, worst, gap_tol, viol_tol):
     return _pdhg.run(data, steps, state, limit, max_periods=max_periods, period=period, worst=worst,
                      gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data)
+
+
+def step_bytes(problem: Problem, omega: float = 0.1, omega_range: float = 9.0) -> float:
+    """XLA's count of the bytes one PDHG step reads and writes on ``problem`` as the optimizer
+    runs it (presolved, in its plan's dtype, the running sums included, the periodic evaluation
+    not): the step's floor on a machine of a given memory bandwidth (``benchmarks/scaling.py``
+    sets it beside the measured step)."""
+    from diffpriv.solvers._presolve import presolve
+
+    pre = presolve(problem)
+    problem = problem if pre is None else pre.problem
+    lean = solver_plan(problem) == "lean"
+    data, true_data = _data(problem, lean)
+    worst = problem.objective.epigraph
+    steps = _steps_jit(data, true_data, worst, omega, omega_range)
+    state = _pdhg.init_state(data, steps, jax.random.PRNGKey(0), 1e-3, average=not lean)
+    carry = (state.theta, state.phi, state.t, state.u, state.nu, state.sums)
+
+    def one(d, st, om, c):
+        return _pdhg._step(d, st, worst, not lean, om)(c, None)[0]
+
+    cost = jax.jit(one).lower(data, steps, state.omega, carry).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    return float(cost["bytes accessed"])
