@@ -310,6 +310,19 @@ def test_output_laws_gather_point_weights_exactly_and_identical_rows():
     assert [pairs[k] for k in np.flatnonzero(same)] == [(1, 3)]
 
 
+def test_identical_rows_of_mixtures_are_equal_values():
+    """Items on different rows are identical when every row they weigh is the same vector (as
+    values: −0.0 = +0.0), and not when one entry differs by one ulp."""
+    X = dp.Domain(("a", "b", "c"))
+    items = (dp.Item("i", np.array([0.5, 0.5, 0.0])), dp.Item("j", np.array([0.0, 0.0, 1.0])))
+    problem = dp.Problem(X, X, np.ones((3, 3)), np.ones(3) / 3, items=items,
+                         constraints=(dp.DistP(((0, 1),), 0.0),))
+    table = np.array([[[0.25, 0.75, 0.0], [0.25, 0.75, -0.0], [0.25, 0.75, 0.0]]])
+    assert identical_rows(table, problem.blocks()).tolist() == [True]
+    table[0, 2, 0] = np.nextafter(0.25, 1.0)
+    assert identical_rows(table, problem.blocks()).tolist() == [False]
+
+
 def test_underflow_risk_flags_dense_laws_near_underflow_only():
     X = dp.Domain(("a", "b"))
     lam = np.array([0.25, 0.75])  # two different items: equal ones would be identical

@@ -238,9 +238,11 @@ def identical_rows(table: np.ndarray, blocks: tuple[Block, ...]) -> np.ndarray:
     ns, nx, ny = table.shape
     off = offsets(blocks)
     out = np.zeros(int(off[-1]), dtype=bool)
-    if any(isinstance(b, MixtureBlock) for b in blocks):  # number the distinct rows
-        _, ids = np.unique(table.reshape(-1, ny) + 0.0, axis=0, return_inverse=True)  # -0.0 -> +0.0
-        ids = np.asarray(ids).reshape(ns, nx)
+    if any(isinstance(b, MixtureBlock) for b in blocks):  # number the distinct rows by their bytes
+        seen: dict[bytes, int] = {}  # (a sort of the rows, np.unique(axis=0), took 1.6 s at 48×48)
+        rows = table.reshape(-1, ny) + 0.0  # -0.0 -> +0.0
+        ids = np.fromiter((seen.setdefault(r.tobytes(), len(seen)) for r in rows), np.int64,
+                          count=rows.shape[0]).reshape(ns, nx)
     none = ns * nx
 
     def span(s: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,9 @@ entries: measured against Clarabel side by side (``benchmarks/divergence_optimal
 ``benchmarks/RESULTS.md``), it converges at the default ``gap_tol`` where the smoothed dual
 stalled, is faster from 16×16 and finishes 24×24 and 32×32 grids Clarabel does not; at a loose
 ``gap_tol`` (:data:`DUAL_GAP_TOL`, from :data:`DUAL_FROM` entries) the smoothed dual runs first
-there. Elsewhere
+there. On linear constraints between item laws only (DistP, profile edges) it runs column
+generation (``"cuts"`` with no cuts to make) from :data:`LINEAR_CUTS_FROM` table entries (after
+presolve). Elsewhere
 it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
 problem, Clarabel through cvxpy for Wasserstein constraints) where the size model predicts it is
 faster than diffpriv's own and fits in memory, and diffpriv's own solver otherwise, so that the
@@ -50,7 +52,8 @@ __all__ = ["METHODS", "SOLVERS", "TRIES", "auto_cuts", "choose", "cuts_apply", "
            "first_order", "route", "solver_class"]
 
 METHODS = {
-    "auto": "'cuts' for f-divergence constraints (the smoothed dual first at gap_tol >= 1e-2); "
+    "auto": "'cuts' for f-divergence constraints (the smoothed dual first at gap_tol >= 1e-2) and "
+            "for DistP from ~16x16; "
             "else the exact reference where it is predicted "
             "faster and fits in memory (HiGHS, or Clarabel for Wasserstein constraints when cvxpy "
             "is installed), else 'pdhg'",
@@ -58,7 +61,8 @@ METHODS = {
             "to couplings for Wasserstein ones), the smoothed dual with L-BFGS (divergence "
             "DistP), else the augmented Lagrangian",
     "cuts": "column-and-cut generation for f-divergence constraints (KL, chi2, Hellinger, Renyi, TV) "
-            "and Wasserstein ones: linear programs on a working support with tangent cuts of each "
+            "and Wasserstein ones (column generation alone for linear ones between item laws, DistP): "
+            "linear programs on a working support with tangent cuts of each "
             "divergence (Kantorovich potentials for Wasserstein budgets), solved by HiGHS, and a "
             "bound on the whole problem from their multipliers",
     "al": "the augmented-Lagrangian baseline",
