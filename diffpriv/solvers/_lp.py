@@ -335,14 +335,27 @@ def scaled_bound(lp: _LinearProgram, direction: np.ndarray, constant: float, top
     ``constant`` are what some multipliers add to the cost and the constant (θ = 1: those
     multipliers themselves; θ = 0: none, the objective's own least value). Each θ ≥ 0 scales
     valid multipliers into valid ones, so every value is a lower bound; the function is concave
-    in θ (a sum of minima of affine functions), so a grid of 1/16 steps (θ = 1 among them) and a
+    in θ (a sum of minima of affine functions), so a grid of 1/4 steps (θ = 1 among them) and a
     golden-section search on the best bracket find its maximum. Column generation's multipliers
     price entries not yet in the LP, and until they all are, scaling them down can lift the
-    bound far above theirs (a cutting-plane LP's early rounds give 0 otherwise)."""
-    def at(theta: float) -> float:
-        return _bound_at(lp, lp.c + theta * direction, theta * constant)
+    bound far above theirs (a cutting-plane LP's early rounds give 0 otherwise). Each value is
+    :func:`_bound_at`'s, its gathers done once (41 values; on a 32×32 DistP grid the former 75,
+    each gathering afresh, took 1 s a round of column generation)."""
+    n_simplex = lp.a_eq.shape[0] - lp.n_marginal
+    simplex = lp.a_eq[:n_simplex]
+    if np.any(np.diff(simplex.indptr) == 0):
+        return -np.inf  # a row with no variable: the LP is infeasible
+    c_rows, d_rows, starts = lp.c[simplex.indices], direction[simplex.indices], simplex.indptr[:-1]
+    free = np.ones(lp.c.size, dtype=bool)
+    free[simplex.indices] = False
+    c_free, d_free, upper = lp.c[free], direction[free], lp.upper[free]
 
-    grid = np.linspace(0.0, top, int(round(16 * top)) + 1)
+    def at(theta: float) -> float:
+        mins = np.minimum.reduceat(c_rows + theta * d_rows, starts)
+        boxes = np.minimum(c_free + theta * d_free, 0.0) * upper
+        return float(mins.sum() + boxes.sum() + theta * constant)
+
+    grid = np.linspace(0.0, top, int(round(4 * top)) + 1)
     values = np.array([at(t) for t in grid])
     i = int(np.argmax(values))
     best = float(values[i])
@@ -350,7 +363,7 @@ def scaled_bound(lp: _LinearProgram, direction: np.ndarray, constant: float, top
     ratio = (np.sqrt(5.0) - 1.0) / 2.0
     a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
     fa, fb = at(a), at(b)
-    for _ in range(40):
+    for _ in range(30):
         if fa >= fb:
             hi, b, fb = b, a, fa
             a = hi - ratio * (hi - lo)
