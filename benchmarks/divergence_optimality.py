@@ -146,18 +146,10 @@ def real_problem(kind: str, n: int, seed: int, objective: str = "expected") -> d
     import sys
 
     sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "experiments"))
-    from sacramento import binning, load_sales
+    from sacramento import sparse_problem
 
-    x, y, price = load_sales()
-    cell, _, _, idx = binning(x, y, n)
-    expensive = price > np.median(price)
-    a = np.bincount(idx[expensive], minlength=n * n).astype(float)
-    b = np.bincount(idx[~expensive], minlength=n * n).astype(float)
-    dom = dp.Domain.grid(n, n, cell)
     constraint = GRID_KINDS[kind](REAL_BUDGETS[seed % len(REAL_BUDGETS)])
-    return dp.Problem(dom, dom, dom.distances(dom), (a + b) / (a + b).sum(),
-                      items=(dp.Item("expensive", a / a.sum()), dp.Item("cheap", b / b.sum())),
-                      constraints=(constraint,), objective=OBJECTIVES[objective]())
+    return sparse_problem(n, constraint, OBJECTIVES[objective]())
 
 
 def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap_tol: float | None = None,

@@ -67,17 +67,9 @@ def sacramento_problem(n: int) -> dp.Problem:
     """The Sacramento sales on an ``n × n`` grid (no pseudo-count), pure DistP ε = 1 between the
     expensive and the cheap homes, prior = all sales."""
     sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "experiments"))
-    from sacramento import binning, load_sales
+    from sacramento import sparse_problem
 
-    x, y, price = load_sales()
-    cell, _, _, idx = binning(x, y, n)
-    expensive = price > np.median(price)
-    a = np.bincount(idx[expensive], minlength=n * n).astype(float)
-    b = np.bincount(idx[~expensive], minlength=n * n).astype(float)
-    dom = dp.Domain.grid(n, n, cell)
-    return dp.Problem(dom, dom, dom.distances(dom), (a + b) / (a + b).sum(),
-                      items=(dp.Item("expensive", a / a.sum()), dp.Item("cheap", b / b.sum())),
-                      constraints=(dp.DistP(((0, 1),), 1.0),))
+    return sparse_problem(n, dp.DistP(((0, 1),), 1.0))
 
 
 def bandwidth() -> float:
