@@ -182,9 +182,11 @@ def cuts_solver(problem) -> str | None:
     if problem.linear:  # column generation alone: comparisons of item laws only (pair blocks'
         # rows make the model as large as the whole LP: 16x16 geo-indistinguishability > 8 min)
         from diffpriv.problems._blocks import MixtureBlock
+        from diffpriv.problems._objectives import LINEAR
 
         mixtures = all(isinstance(b, MixtureBlock) for b in problem.blocks())
-        return "cuts" if mixtures and not problem.objective.transport else None
+        lp_objective = isinstance(problem.objective, LINEAR) and not problem.objective.transport
+        return "cuts" if mixtures and lp_objective else None
     from diffpriv.solvers import _cuts, _transport_cuts
 
     kinds = _kinds(problem)
