@@ -414,8 +414,8 @@ def _bound(problem, full, terms: Terms, cuts: _Cuts, rnd: _Round):
         if fam[0] == "power" and fam[1] < 1:
             on = untouched & (terms.family == i)[:, None]
             a, c = _tangent(fam, 1.0)
-            p[on], q_lp[on] = (rnd.lam[:, None] * a * np.ones(n_out))[on], (rnd.lam[:, None] * c
-                                                                           * np.ones(n_out))[on]
+            lam = np.broadcast_to(rnd.lam[:, None], on.shape)[on]
+            p[on], q_lp[on] = lam * a, lam * c
     price = terms.wp.T @ p + terms.wq.T @ q_lp  # [R, Y]
     q = np.zeros_like(p)
     for i, fam in enumerate(terms.families):

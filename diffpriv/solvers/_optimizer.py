@@ -92,9 +92,7 @@ class Optimizer(Options):
         if pre is None:
             return self._run(problem, seed, init, progress)
         result = self._run(pre.problem, seed, _restricted(pre, init), progress)
-        kept = {"inputs": [int(pre.rows.size), problem.shape[1]],
-                "outputs": [int(pre.outs.size), problem.shape[2]]}
-        return dataclasses.replace(result, table=pre.restore(result.table), presolve=kept)
+        return dataclasses.replace(result, table=pre.restore(result.table), presolve=pre.kept)
 
     def _run(self, problem: Problem, seed: int, init, progress) -> OptimizeResult:
         """The route's solvers on ``problem`` in turn (:meth:`__call__`)."""

@@ -223,8 +223,9 @@ def _run(data, true_data, steps, state, limit, max_periods, period, worst, gap_t
 def step_bytes(problem: Problem, omega: float = 0.1, omega_range: float = 9.0) -> float:
     """XLA's count of the bytes one PDHG step reads and writes on ``problem`` as the optimizer
     runs it (presolved, in its plan's dtype, the running sums included, the periodic evaluation
-    not): the step's floor on a machine of a given memory bandwidth (``benchmarks/scaling.py``
-    sets it beside the measured step)."""
+    not). It counts every operand of every fused kernel, so it overstates what reaches memory
+    (about 18 table-sized passes where a measured step takes the time of 4–6 at the machine's
+    copy bandwidth: ``benchmarks/scaling.py`` sets both beside each other)."""
     from diffpriv.solvers._presolve import presolve
 
     pre = presolve(problem)

@@ -39,6 +39,12 @@ class Presolved:
     rows: np.ndarray
     outs: np.ndarray
 
+    @property
+    def kept(self) -> dict[str, list[int]]:
+        """``{"inputs": [kept, all], "outputs": [kept, all]}`` (what a result records)."""
+        return {"inputs": [int(self.rows.size), self.full.shape[1]],
+                "outputs": [int(self.outs.size), self.full.shape[2]]}
+
     def restore(self, table: np.ndarray) -> np.ndarray:
         """The whole problem's table ``[S, X, Y]`` of a reduced one: its entries in place, a
         dropped row one-hot on its least-loss allowed output."""
