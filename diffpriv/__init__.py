@@ -18,7 +18,8 @@ and their typed comparison blocks
 :class:`WorstCaseLoss`, :class:`LargestEntry` and :class:`TransportLoss` (registries :data:`FAMILIES`,
 :data:`OBJECTIVES`). Certification (numpy only, the trusted core): :func:`certify`,
 :func:`verify`, :class:`Certificate`. Solvers: :func:`optimize` (JAX, loaded on first use) and
-:mod:`diffpriv.solvers` (``lp``, ``Optimizer``, ``solve_batch``).
+:mod:`diffpriv.solvers` (``lp``, ``Optimizer``, ``solve_batch``); :func:`sweep`, a
+privacy–utility frontier over one constraint's budget, certified at every point.
 """
 
 from diffpriv import mechanisms, solvers
@@ -69,6 +70,8 @@ _LAZY = {
     "optimize": "diffpriv.solvers._optimizer",
     "solve_batch": "diffpriv.solvers._optimizer",
 }
+
+from diffpriv._sweep import Frontier, sweep  # noqa: E402  (numpy; JAX loads on the first solve)
 
 __getattr__ = lazy_getattr("diffpriv", _LAZY)
 
@@ -129,5 +132,7 @@ __all__ = [
     "register",
     "solve_batch",
     "solvers",
+    "sweep",
+    "Frontier",
     "verify",
 ]

@@ -1,4 +1,4 @@
-"""The ``diffpriv`` command line: ``optimize``, ``certify``, ``export``, ``plot``, ``sample``,
+"""The ``diffpriv`` command line: ``optimize``, ``sweep``, ``certify``, ``export``, ``plot``, ``sample``,
 ``audit``, ``reference``, ``evaluate``.
 
 Exit codes: 0 success; 1 a certificate's claims do not hold (or a solver failed); 2 a user
@@ -14,6 +14,7 @@ matplotlib only inside ``plot``.
 The modules: :mod:`~diffpriv.cli._common` (the error contract, reading configs and
 certificates, checking and writing outputs), :mod:`~diffpriv.cli._summary` (the printed and
 saved summaries), :mod:`~diffpriv.cli._optimize` (``optimize``, ``reference``),
+:mod:`~diffpriv.cli._sweep` (``sweep``),
 :mod:`~diffpriv.cli._certificate` (``certify``, ``export``, ``plot``),
 :mod:`~diffpriv.cli._deploy` (``sample``, ``audit``),
 :mod:`~diffpriv.cli._evaluate` (``evaluate``) and :mod:`~diffpriv.cli._tupling` (its
@@ -30,6 +31,7 @@ from diffpriv.cli._common import _fail
 from diffpriv.cli._deploy import audit, sample
 from diffpriv.cli._evaluate import evaluate
 from diffpriv.cli._optimize import optimize, reference
+from diffpriv.cli._sweep import sweep
 
 __all__ = ["app", "main"]
 
@@ -61,7 +63,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for _command in (optimize, certify, export, plot, sample, audit, reference, evaluate):  # the order of --help
+# the order of --help
+for _command in (optimize, sweep, certify, export, plot, sample, audit, reference, evaluate):
     app.command()(_command)
 
 

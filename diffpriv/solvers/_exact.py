@@ -3,7 +3,9 @@ what ``method = "exact"`` runs, and ``"auto"`` where :func:`._methods.exact_solv
 is faster than diffpriv's own solver.
 
 * linear constraints: HiGHS (:func:`._lp.solve_lp`); the lower bound is the weak-duality bound
-  at its multipliers (:attr:`._lp.ReferenceResult.bound`), valid whatever their accuracy;
+  at its multipliers (:attr:`._lp.ReferenceResult.bound`), valid whatever their accuracy. The
+  result's ``state`` is HiGHS's final basis: a run given it (``init``, the result of the same
+  problem at a neighbouring budget: a sweep) starts the dual simplex from it;
 * otherwise: Clarabel through cvxpy (:func:`._convex.solve_convex`); the lower bound is the
   conic solver's optimal value (an interior-point method's, at its default tolerance 10⁻⁸: exact
   up to it, not recomputed here, since cvxpy does not hand over the dual objective).
@@ -16,7 +18,7 @@ import numpy as np
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._convex import solve_convex
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
-from diffpriv.solvers._lp import solve_lp
+from diffpriv.solvers._lp import Basis, solve_lp
 
 __all__ = ["ExactRun"]
 
@@ -29,13 +31,13 @@ class ExactRun:
 
     total = 1
 
-    def __init__(self, opt, problem: Problem, seed: int):
-        self.problem = problem
+    def __init__(self, opt, problem: Problem, seed: int, *, basis: Basis | None = None):
+        self.problem, self.basis = problem, basis
 
     def chunk(self) -> Chunk:
         if self.problem.linear:
             with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ValueError
-                ref = solve_lp(self.problem)
+                ref = solve_lp(self.problem, basis=self.basis, keep_basis=True)
             self.bound, self.name = ref.bound, "highs"
         else:
             ref = solve_convex(self.problem)
@@ -44,4 +46,6 @@ class ExactRun:
         return Chunk(0, relative_gap(self.problem.objective_value(ref.table), self.bound), Status.CONVERGED)
 
     def finish(self, status: Status) -> Outcome:
-        return Outcome(self.ref.table, self.bound, status, self.ref.violation, plan="exact", method=self.name)
+        basis = getattr(self.ref, "basis", None)  # a ConvexResult has none
+        return Outcome(self.ref.table, self.bound, status, self.ref.violation, state=basis, plan="exact",
+                       method=self.name)

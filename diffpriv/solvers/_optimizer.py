@@ -49,7 +49,7 @@ from diffpriv.solvers._cuts import CutsRun, CutsSolveError
 from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, drive
 from diffpriv.solvers._dual import DualRun
 from diffpriv.solvers._linear import linear_data, operator, sparse_matrix, the_table, tighten
-from diffpriv.solvers._lp import ReferenceSolveError
+from diffpriv.solvers._lp import Basis, ReferenceSolveError
 from diffpriv.solvers._methods import TRIES, auto_cuts, first_order, route, solver_class
 from diffpriv.solvers._nonlinear import batch_nonlinear
 from diffpriv.solvers._options import Options
@@ -84,7 +84,9 @@ class Optimizer(Options):
 
         ``init`` warm-starts PDHG: from an :class:`OptimizeResult` of a problem of the same
         shape (its primal and dual state: the run continues, e.g. at a neighbouring budget), or
-        from a :class:`~diffpriv.Mechanism` or a table (primal only).
+        from a :class:`~diffpriv.Mechanism` or a table (primal only). The result of an exact
+        linear run (``method == "highs"``) warm-starts HiGHS instead, from its basis, where the
+        route runs the exact LP again (else the run starts cold).
         """
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
@@ -96,12 +98,15 @@ class Optimizer(Options):
 
     def _run(self, problem: Problem, seed: int, init, progress) -> OptimizeResult:
         """The route's solvers on ``problem`` in turn (:meth:`__call__`)."""
+        basis = init.state if isinstance(init, OptimizeResult) and isinstance(init.state, Basis) else None
+        if basis is not None:  # an exact run's result: its basis warm-starts HiGHS, and only HiGHS
+            init = None
         names = route(problem, self.method, gap_tol=self.gap_tol, warm=init is not None)
         tried = None  # the result of a TRIES solver that did not converge
         for i, name in enumerate(names):
             self._check(name, problem, init)
             cls = solver_class(name)
-            extra = {"init": init} if name == "pdhg" else {}
+            extra = {"init": init} if name == "pdhg" else {"basis": basis} if name == "exact" else {}
             last = i == len(names) - 1
             try:
                 make = functools.partial(cls, self, problem, seed, **extra)

@@ -1,0 +1,222 @@
+"""``dp.sweep`` and ``diffpriv sweep``: a frontier certified at every budget against the LP, the
+baselines calibrated, the folder resumed after an interruption without losing or repeating a
+budget, another sweep's folder refused, bad input one error line; HiGHS warm-started from a
+neighbouring budget's basis gives the cold solve's optimum and bound."""
+
+import csv
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _configs import BASE_TOML
+
+import diffpriv as dp
+from diffpriv._sweep import budget_grid, constraint_index
+from diffpriv.cli import app
+from diffpriv.cli._sweep import parse_budget
+from diffpriv.problems._known import k_rr_problem
+from diffpriv.solvers._lp import solve_lp
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _rows(out: Path) -> list[dict]:
+    with open(out / "frontier.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def city():
+    problem, _ = dp.load_config(ROOT / "configs" / "quickstart.toml")
+    return problem
+
+
+def test_sweep_certifies_every_budget_within_one_percent_of_the_lp(city, tmp_path):
+    budgets = budget_grid(0.25, 4.0, 8, log=True)
+    f = dp.sweep(city, budgets, out=tmp_path)
+    assert [r["budget"] for r in f.rows] == list(budgets) and f.resumed == 0
+    for b, row in zip(budgets, f.rows, strict=True):
+        lp = solve_lp(dataclasses.replace(city, constraints=(
+            dataclasses.replace(city.constraints[0], epsilon=b),))).value
+        assert row["ok"] and row["status"] == "converged"
+        assert lp <= row["certified_loss"] <= lp * 1.01
+        assert row["lower_bound"] <= lp * (1 + 1e-9)
+        report = dp.verify(tmp_path / row["certificate"])
+        assert report.ok
+        assert dp.Certificate.load(tmp_path / row["certificate"]).problem["constraints"][0]["epsilon"] == b
+    assert len(_rows(tmp_path)) == 8
+    losses = [r["certified_loss"] for r in f.rows]
+    assert all(a > b for a, b in zip(losses, losses[1:], strict=False))  # more budget, less loss
+    for name in ("frontier.png", "frontier.pdf"):
+        assert (tmp_path / name).stat().st_size > 1000
+
+
+def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_budget(city, tmp_path):
+    budgets = [0.5, 1.0, 1.5, 2.0, 3.0]
+    seen = []
+
+    def stop_after_two(i, row):
+        seen.append(i)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        dp.sweep(city, budgets, out=tmp_path, on_point=stop_after_two)
+    assert [float(r["budget"]) for r in _rows(tmp_path)] == [0.5, 1.0]
+    assert not (tmp_path / "frontier.png").exists()
+    solved = []
+    f = dp.sweep(city, budgets, out=tmp_path, on_point=lambda i, r: solved.append(i))
+    assert f.resumed == 2 and solved == [0, 1, 2, 3, 4]
+    rows = _rows(tmp_path)
+    assert [float(r["budget"]) for r in rows] == budgets
+    assert sorted(p.name for p in (tmp_path / "certificates").iterdir()) == \
+        [f"budget-{i:03d}.json" for i in range(5)]
+    again = dp.sweep(city, budgets, out=tmp_path)  # all done: nothing is solved again
+    assert again.resumed == 5
+    assert [r["certified_loss"] for r in again.rows] == pytest.approx([r["certified_loss"] for r in f.rows])
+
+
+def test_a_folder_holding_another_sweep_is_refused(city, tmp_path):
+    dp.sweep(city, [1.0, 2.0], out=tmp_path)
+    with pytest.raises(ValueError, match="holds another sweep .*budgets differ"):
+        dp.sweep(city, [1.0, 2.0, 3.0], out=tmp_path)
+    with pytest.raises(ValueError, match="problem_hash differ"):
+        dp.sweep(city.scaled(2.0), [1.0, 2.0], out=tmp_path)
+    with pytest.raises(ValueError, match="options differ"):
+        dp.sweep(city, [1.0, 2.0], out=tmp_path, gap_tol=1e-3)
+
+
+def test_baselines_are_calibrated_to_every_budget():
+    # k-RR under local DP: the optimum is k-RR itself, (k − 1)/(e^ε + k − 1)
+    problem = k_rr_problem(4, 1.0)
+    f = dp.sweep(problem, [0.5, 1.0, 2.0], baselines=["krr"])
+    for b, row in zip([0.5, 1.0, 2.0], f.rows, strict=True):
+        exact = 3 / (math.exp(b) + 3)
+        assert row["certified_loss"] == pytest.approx(exact, rel=1e-6)
+        assert row["krr_loss"] == pytest.approx(exact, rel=1e-5)
+        assert row["krr_param"] == pytest.approx(b, rel=1e-5)
+
+
+def test_the_delta_of_a_constraint_can_be_swept(city):
+    base = dataclasses.replace(city, constraints=(dataclasses.replace(city.constraints[0], delta=0.001),))
+    f = dp.sweep(base, [0.001, 0.01, 0.05], field="delta")
+    for d, row in zip([0.001, 0.01, 0.05], f.rows, strict=True):
+        lp = solve_lp(dataclasses.replace(base, constraints=(
+            dataclasses.replace(base.constraints[0], delta=d),))).value
+        assert lp <= row["certified_loss"] <= lp * 1.01
+
+
+def test_bad_sweeps_are_refused(city):
+    with pytest.raises(ValueError, match="no constraint named 'x'"):
+        constraint_index(city, "x")
+    two = dataclasses.replace(city, constraints=city.constraints * 2)
+    with pytest.raises(ValueError, match="2 constraints named"):
+        constraint_index(two, "home-vs-out")
+    with pytest.raises(ValueError, match="name the one to sweep"):
+        constraint_index(two, None)
+    with pytest.raises(ValueError, match="a value appears twice"):
+        dp.sweep(city, [1.0, 1.0])
+    with pytest.raises(ValueError, match="not a mechanism that can be calibrated"):
+        dp.sweep(city, [1.0], baselines=["coupling"])
+    kl = dataclasses.replace(city, constraints=(
+        dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.1),))
+    with pytest.raises(ValueError, match="has no delta budget"):
+        dp.sweep(kl, [0.1], field="delta")
+    with pytest.raises(dp.SpecError):
+        dp.sweep(city, [-1.0])
+    for args, message in [((1.0, 0.5, 3), "LO <= HI"), ((0.0, 1.0, 3, True), "LO > 0"),
+                          ((0.5, 1.0, 0), "positive integer"), ((0.5, 1.0, 1), "LO = HI")]:
+        lo, hi, n, *log = args
+        with pytest.raises(ValueError, match=message):
+            budget_grid(lo, hi, n, log=bool(log))
+
+
+def test_parse_budget():
+    assert parse_budget("home-vs-out=0.25:4:3", False) == ("home-vs-out", "epsilon", [0.25, 2.125, 4.0])
+    name, field, values = parse_budget("a.b=c.delta=0.001:0.1:3", True)
+    assert (name, field) == ("a.b=c", "delta") and values == pytest.approx([0.001, 0.01, 0.1])
+    for text, message in [("0.1:1:3", "NAME=LO:HI:N"), ("x=0.1:1", "LO:HI:N"), ("x=a:1:3", "numbers"),
+                          ("x=0.1:1:2000", "at most 1000")]:
+        with pytest.raises(ValueError, match=message):
+            parse_budget(text, False)
+
+
+def test_cli_sweep_writes_the_frontier_and_resumes(runner, tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text(BASE_TOML.replace('kind = "distp"', 'kind = "distp"\nname = "pq"'))
+    out = tmp_path / "out"
+    args = ["sweep", str(config), "--budget", "pq=0.25:2:4", "--out", str(out), "--baselines", "krr"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rows = _rows(out)
+    assert len(rows) == 4 and all(r["ok"] == "True" for r in rows) and "krr_loss" in rows[0]
+    assert "4 certificates" in result.stdout
+    result = runner.invoke(app, ["certify", str(out / rows[2]["certificate"])])
+    assert result.exit_code == 0, result.output
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and "4 read back" in again.stdout
+    assert len(_rows(out)) == 4
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "pq=1:0.5:3"], "error: --budget: need 0 <= LO <= HI"),
+    (["--budget", "nope=0.5:1:3"], "error: --budget: no constraint named 'nope'"),
+    (["--budget", "pq.delta=0.5:1:3"], "error: --budget: constraints[0].delta: must be in [0, 1), got 1"),
+    (["--budget", "pq=0.5:1:3", "--baselines", "krr,bogus"], "error: --baselines: 'bogus' is not"),
+    (["--budget", "pq=0.5:1:3", "--method", "fast"], "error: --method: must be one of"),
+])
+def test_cli_sweep_bad_input_is_one_error_line(runner, tmp_path, args, message):
+    config = tmp_path / "c.toml"
+    config.write_text(BASE_TOML.replace('kind = "distp"', 'kind = "distp"\nname = "pq"'))
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["sweep", str(config), *args, "--out", str(out)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message) and result.stderr.count("\n") == 1, result.stderr
+    assert not out.exists()
+
+
+def test_cli_sweep_interrupted_says_how_to_resume(runner, tmp_path, monkeypatch):
+    import diffpriv._design as design_module
+
+    config = tmp_path / "c.toml"
+    config.write_text(BASE_TOML.replace('kind = "distp"', 'kind = "distp"\nname = "pq"'))
+    out = tmp_path / "out"
+    real, calls = design_module.design, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(design_module, "design", interrupted)
+    args = ["sweep", str(config), "--budget", "pq=0.25:2:4", "--out", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 130
+    assert "interrupted after 2 of 4 budgets" in result.stderr
+    assert "run the same command again" in result.stderr
+    assert len(_rows(out)) == 2
+    monkeypatch.setattr(design_module, "design", real)
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0 and "2 read back" in result.stdout and len(_rows(out)) == 4
+
+
+def test_highs_warm_started_from_a_neighbouring_budget_matches_the_cold_solve(city):
+    worst = dataclasses.replace(city, objective=dp.WorstCaseLoss())
+    approx = dataclasses.replace(city, constraints=(dataclasses.replace(city.constraints[0], delta=0.01),))
+    for problem in (city, worst, approx, k_rr_problem(3, 1.0)):
+        first = solve_lp(problem, keep_basis=True)
+        cold = solve_lp(problem)
+        assert first.value == pytest.approx(cold.value, rel=1e-9, abs=1e-12)
+        assert first.bound == pytest.approx(cold.bound, rel=1e-9, abs=1e-12)
+        for scale in (0.8, 1.3):
+            warm = solve_lp(problem.scaled(scale), basis=first.basis)
+            ref = solve_lp(problem.scaled(scale))
+            assert warm.value == pytest.approx(ref.value, rel=1e-9, abs=1e-12)
+            assert warm.bound == pytest.approx(ref.bound, rel=1e-9, abs=1e-12)
+            assert np.abs(warm.table.sum(axis=-1) - 1).max() < 1e-9
+    # a basis of another LP (other sizes) is ignored: a cold solve
+    other = solve_lp(k_rr_problem(3, 1.0), basis=solve_lp(city, keep_basis=True).basis)
+    assert other.value == pytest.approx(solve_lp(k_rr_problem(3, 1.0)).value)
