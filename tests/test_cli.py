@@ -502,6 +502,30 @@ def test_plot_writes_a_png(runner, tmp_path, monkeypatch, name):
     assert sorted(os.listdir(target.parent)) == [f"{name}.png"]  # no temporary file left
     result = runner.invoke(app, ["plot", str(out / "certificate.json")])  # default: next to FILE
     assert result.exit_code == 0 and (out / "plot.png").stat().st_size > 20_000
+    cells = ["--cells", "r2c2,r5c5"] if name == "quickstart" else []
+    for suffix, magic in ((".pdf", b"%PDF-"), (".svg", b"<?xml")):
+        target = tmp_path / "figures" / f"{name}{suffix}"
+        result = runner.invoke(app, ["plot", str(out / "certificate.json"), "--out", str(target), *cells])
+        assert result.exit_code == 0, result.output
+        assert target.read_bytes().startswith(magic)
+
+
+def test_plot_titles_name_what_made_the_table():
+    from diffpriv.io._plot import describe
+
+    krr = {"mechanism": {"name": "krr", "params": {"epsilon": 0.5}}}
+    assert describe({"meta": krr}) == "krr (epsilon=0.5)"
+    point = {"constraint": "home-vs-out", "field": "epsilon", "budget": 1.25, "index": 3}
+    assert describe({"meta": {"optimizer": {"method": "highs"}, "sweep": point}}) == \
+        "diffpriv optimum (highs) at ε = 1.25 of home-vs-out"
+    assert describe({"meta": None}) == "certified mechanism"
+
+
+def test_version(runner):
+    import diffpriv
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"diffpriv {diffpriv.__version__}"
 
 
 def test_plot_bad_input_exits_2(runner, tmp_path, lp_certificate):
@@ -523,8 +547,11 @@ def test_plot_bad_input_exits_2(runner, tmp_path, lp_certificate):
     bad.write_text(json.dumps(data))
     line = _error_line(runner.invoke(app, ["plot", str(bad), "--out", str(target)]))
     assert line == f"{bad}: problem: missing field 'loss'"
-    line = _error_line(runner.invoke(app, ["plot", str(lp_certificate), "--out", str(tmp_path / "p.pdf")]))
-    assert line.startswith("--out: must be a .png file")
+    line = _error_line(runner.invoke(app, ["plot", str(lp_certificate), "--out", str(tmp_path / "p.jpg")]))
+    assert line.startswith("--out: must be a .png, .pdf or .svg file")
+    args = ["plot", str(lp_certificate), "--out", str(target), "--cells", "zz"]
+    line = _error_line(runner.invoke(app, args))
+    assert line.startswith("--cells: unknown input 'zz'")
     assert not target.exists()
 
 

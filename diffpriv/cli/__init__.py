@@ -68,6 +68,22 @@ for _command in (optimize, sweep, certify, export, plot, sample, audit, referenc
     app.command()(_command)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from diffpriv import __version__
+
+        typer.echo(f"diffpriv {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Optimal local obfuscation mechanisms under distribution privacy, certified exactly."""
+
+
 def main() -> None:
     """The console-script entry point."""
     app()

@@ -120,10 +120,20 @@ def export(
 def plot(
     file: Annotated[Path, typer.Argument(help="certificate.json to draw.")],
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="PNG file [default: plot.png next to FILE].")
+        Path | None, typer.Option("--out", "-o", help="The figure: .png, .pdf or .svg "
+                                                      "[default: plot.png next to FILE].")
+    ] = None,
+    cells: Annotated[
+        str | None, typer.Option(help="Comma-separated input labels whose report distributions to "
+                                      "draw (2-D inputs; at most 4), the same for every certificate "
+                                      "compared [default: chosen from the table].")
+    ] = None,
+    title: Annotated[
+        str | None, typer.Option(help="The figure's title [default: the mechanism, or diffpriv's "
+                                      "solver, and a sweep's budget, as recorded].")
     ] = None,
 ) -> None:
-    """Draw the certified mechanism of FILE as a PNG (matplotlib).
+    """Draw the certified mechanism of FILE as PNG, PDF or SVG (by the suffix of --out).
 
     Inputs and outputs with 2-D coordinates (a grid): maps of (a) the protected item
     distributions, (b) what an observer of the reports sees for each item, (c) for a few true
@@ -133,10 +143,21 @@ def plot(
     certify for that.
     """
     target = out if out is not None else file.with_name("plot.png")
-    if target.suffix.lower() != ".png":
-        _fail(f"--out: must be a .png file, got {str(target)!r}")
+    if target.suffix.lower() not in (".png", ".pdf", ".svg"):
+        _fail(f"--out: must be a .png, .pdf or .svg file, got {str(target)!r}")
     _check_out_file(target)
     cert = _read_certificate(file)
+    shown = None
+    if cells is not None:
+        labels = [c.strip() for c in cells.split(",") if c.strip()]
+        index = {label: i for i, label in enumerate(cert.problem.inputs.labels)}
+        unknown = [c for c in labels if c not in index]
+        if not labels or unknown:
+            _fail(f"--cells: {'no input labels given' if not labels else f'unknown input {unknown[0]!r}'} "
+                  f"(inputs: {', '.join(cert.problem.inputs.labels[:6])}, …)")
+        if len(labels) > 4:
+            _fail(f"--cells: at most 4 inputs, got {len(labels)}")
+        shown = [index[c] for c in labels]
     from diffpriv.certification._safety import table_problems
 
     with np.errstate(over="ignore", invalid="ignore"):  # a row sum of inf is reported as such
@@ -148,7 +169,7 @@ def plot(
     with _user_errors(), warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning is an error line, never stderr noise
         try:
-            plot_certificate(cert.problem, cert.table, cert.data, target, title=str(file))
+            plot_certificate(cert.problem, cert.table, cert.data, target, title=title or "", cells=shown)
         except (ArithmeticError, ValueError, Warning) as e:  # absurd numbers
             _fail(f"{file}: cannot be drawn ({type(e).__name__}: {e}); does certify accept it?")
         except MemoryError:

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 from diffpriv.io._files import atomic_open
 from diffpriv.problems._problem import Problem
 
-__all__ = ["plot_certificate"]
+__all__ = ["FORMATS", "describe", "plot_certificate"]
 
 MAX_PANELS = 4  # panels per row: items, inputs, profiles beyond this are left out (and said so)
 PROB_CMAP, LOSS_CMAP = "YlGnBu", "OrRd"
@@ -129,7 +129,8 @@ def _observed(problem: Problem, table: np.ndarray) -> list[np.ndarray]:
     return [it.dist @ table[it.profile] for it in problem.items]
 
 
-def _plane_figure(problem: Problem, table: np.ndarray, loss_per_input: np.ndarray) -> Figure:
+def _plane_figure(problem: Problem, table: np.ndarray, loss_per_input: np.ndarray,
+                  cells: list[int] | None = None) -> Figure:
     xin, xout = problem.inputs.coords, problem.outputs.coords
     n_rows = 4 if problem.items else 3
     fig = Figure(figsize=(3.3 * MAX_PANELS + 1.4, 3.4 * n_rows + 0.6), layout="constrained")
@@ -148,7 +149,11 @@ def _plane_figure(problem: Problem, table: np.ndarray, loss_per_input: np.ndarra
         _plane_row(subs.pop(0), "(a) prior of each profile (no items to protect)", xin,
                    list(zip(problem.profiles, prior, strict=True)), PROB_CMAP, "probability")
 
-    shown = _shown_inputs(problem, loss_per_input, MAX_PANELS)
+    if cells is None:
+        shown = _shown_inputs(problem, loss_per_input, MAX_PANELS)
+    else:  # the user's cells, each with its most likely profile (the same for every certificate)
+        owner = np.argmax(problem.prior, axis=0)
+        shown = [(int(owner[x]), x) for x in cells[:MAX_PANELS]]
     panels = []
     for s, x in shown:
         same = x < problem.outputs.size and problem.outputs.labels[x] == problem.inputs.labels[x]
@@ -199,7 +204,8 @@ def _bars(ax, labels: tuple[str, ...], series: list, title: str, ylabel: str, xl
         ax.legend(fontsize=8, loc="upper center", ncols=min(len(series), 3), frameon=False)
 
 
-def _table_figure(problem: Problem, table: np.ndarray, loss_per_input: np.ndarray) -> Figure:
+def _table_figure(problem: Problem, table: np.ndarray, loss_per_input: np.ndarray,
+                  cells: list[int] | None = None) -> Figure:
     nx, ny = problem.inputs.size, problem.outputs.size
     n = min(len(problem.profiles), MAX_PANELS)
     cell = min(0.6, 6.0 / max(nx, ny))  # inches per table cell
@@ -262,24 +268,59 @@ def _headline(problem: Problem, cert: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
+"""The figure's format by the suffix of its path."""
+
+
+def describe(cert: dict[str, Any]) -> str:
+    """What made the table, as recorded in the certificate's ``meta`` (not re-checked): the
+    mechanism and its parameters, or diffpriv's optimizer and the solver that ran, and the budget
+    of a sweep's point."""
+    meta = cert.get("meta") if isinstance(cert.get("meta"), dict) else {}
+    mech, opt = meta.get("mechanism"), meta.get("optimizer")
+    if isinstance(mech, dict) and isinstance(mech.get("name"), str):
+        params = mech.get("params") if isinstance(mech.get("params"), dict) else {}
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in params.items() if not isinstance(v, dict | list))
+        text = f"{mech['name']} ({shown})" if shown else mech["name"]
+    elif isinstance(opt, dict) and isinstance(opt.get("method"), str):
+        text = f"diffpriv optimum ({opt['method']})"
+    elif isinstance(meta.get("reference"), dict):
+        text = "exact optimum (reference solver)"
+    else:
+        text = "certified mechanism"
+    point = meta.get("sweep")
+    if isinstance(point, dict) and isinstance(point.get("budget"), int | float):
+        symbol = {"epsilon": "ε", "delta": "δ"}.get(point.get("field"), "budget")
+        text += f" at {symbol} = {point['budget']:.4g} of {point.get('constraint')}"
+    return text
+
+
 def plot_certificate(problem: Problem, table: np.ndarray, cert: dict[str, Any],
-                     path: str | Path, title: str = "") -> Path:
-    """Draws the certified ``table`` of ``problem`` and writes it as a PNG, atomically.
+                     path: str | Path, title: str = "", cells: list[int] | None = None) -> Path:
+    """Draws the certified ``table`` of ``problem`` and writes it atomically, as PNG, PDF or SVG
+    by the suffix of ``path`` (:data:`FORMATS`).
 
     Args:
       problem: the certificate's problem (``problem_from_dict(cert["problem"])``).
       table: ``[n_profiles, n_in, n_out]`` the certified table.
       cert: the certificate's JSON (for the headline: loss, constraints, verdict).
-      path: the PNG to write.
-      title: first line of the figure's title (e.g. the certificate's path).
+      path: the file to write.
+      title: first line of the figure's title (default: :func:`describe`).
+      cells: the true inputs (indices) whose report distributions the plane layout draws
+        (default: chosen from the table, so two certificates may differ), at most
+        ``MAX_PANELS``; the table layout draws every input anyway.
     """
     table = np.asarray(table, dtype=np.float64)
     loss_per_input = np.einsum("sxy,xy->sx", table, problem.loss)
     xin, xout = problem.inputs.coords, problem.outputs.coords
     planar = xin is not None and xout is not None and xin.shape[1] == 2 == xout.shape[1]
-    fig = (_plane_figure if planar else _table_figure)(problem, table, loss_per_input)
-    fig.suptitle(f"{title}\n{_headline(problem, cert)}".strip(), fontsize=12)
+    fig = (_plane_figure if planar else _table_figure)(problem, table, loss_per_input, cells)
+    fig.suptitle(f"{title or describe(cert)}\n{_headline(problem, cert)}".strip(), fontsize=12)
     path = Path(path)
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise ValueError(f"{path}: the format follows the suffix: {', '.join(FORMATS)}")
     with atomic_open(path, "wb") as f:
-        fig.savefig(f, format="png", dpi=110)
+        fig.savefig(f, format=kind, dpi=110)
     return path
