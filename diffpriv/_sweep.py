@@ -13,7 +13,9 @@ A sweep that is stopped (Ctrl-C, a kill, a power cut) and run again into the sam
 same problem, budgets and settings resumes: a budget counts as done when its row is in
 ``frontier.csv`` and its certificate is on disk, so none is lost or solved twice. Every file is
 written atomically (a temporary file, then a rename). A folder that holds another sweep is
-refused. Budgets run in the order given, each warm-started from the previous budget's run
+refused. With several processes (``jax.distributed.initialize``, one per host, each running the
+same sweep) a batch runs over all their devices and process 0 alone reads and writes the folder.
+Budgets run in the order given, each warm-started from the previous budget's run
 where the same solver runs both: HiGHS from its last basis (the dual simplex then takes a few
 pivots), PDHG from its iterates; the other solvers start cold.
 """
@@ -31,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from diffpriv.certification._summary import json_number
 from diffpriv.io._export import jsonable, write_json
 from diffpriv.io._files import write_csv
 from diffpriv.problems._json import problem_hash
@@ -190,6 +193,35 @@ def _baseline(problem: Problem, name: str) -> tuple[float, float]:
     return float(ev.loss), float(ev.params[MECHANISMS[name].calibrate])
 
 
+def _certify_batched(problem, solved, seed, quantize, meta, options):
+    """``(certificate, bound, status, method)`` of a batched budget's table."""
+    from diffpriv.certification import certify
+    from diffpriv.solvers._optimizer import Optimizer
+
+    table, bound, seconds = solved
+    opt = Optimizer(**options)
+    info = {"method": "pdhg", "batched": True, "seed": int(seed), "seconds": seconds,
+            "lower_bound": json_number(bound), "options": jsonable(dataclasses.asdict(opt))}
+    cert = certify(problem, table, seed=seed, meta={**meta, "optimizer": info}, quantize=quantize)
+    gap = (cert.loss - bound) / (abs(bound) if bound != 0 else 1.0)
+    return cert, bound, "converged" if gap <= opt.gap_tol else "step limit", "pdhg"
+
+
+def _processes() -> tuple[bool, int]:
+    """``(whether this is process 0, the number of processes)``: several after
+    ``jax.distributed.initialize`` (one per host), where process 0 alone reads and writes ``out``."""
+    import jax
+
+    return jax.process_index() == 0, jax.process_count()
+
+
+def _elsewhere(budget: float) -> dict[str, Any]:
+    """The row, on a process other than 0, of a budget that process 0 read back from its folder."""
+    return {"budget": budget, "certified_loss": math.nan, "lower_bound": math.nan, "gap": math.nan,
+            "status": "read back by process 0", "method": "", "ok": True, "seconds": math.nan,
+            "certificate": ""}
+
+
 def check_baselines(names: Sequence[str]) -> tuple[str, ...]:
     """The baseline names, each a registered mechanism with a parameter to calibrate."""
     from diffpriv.mechanisms import MECHANISMS
@@ -204,10 +236,35 @@ def check_baselines(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _batch_by_default(problem: Problem, options: dict[str, Any]) -> bool:
+    """Whether ``batch = None`` runs the budgets as one program: where PDHG would run each and
+    the batch has more than one device, or an accelerator, to run on (one CPU runs a batch no
+    faster than one budget after another, and these start warm)."""
+    import jax
+
+    from diffpriv.solvers._methods import route
+    from diffpriv.solvers._optimizer import Optimizer
+
+    opt = Optimizer(**options)
+    if not problem.linear or route(problem, opt.method, gap_tol=opt.gap_tol)[0] != "pdhg":
+        return False
+    return jax.device_count() > 1 or jax.default_backend() != "cpu"
+
+
+def _solve_batch(problems, index, options, seed, shard):
+    """The tables and bounds of ``problems[i]`` for ``i`` in ``index``, as one program."""
+    from diffpriv.solvers._optimizer import Optimizer, solve_budgets
+
+    opt = Optimizer(**options)
+    rest = {k: v for k, v in options.items() if k != "steps"}
+    return solve_budgets([problems[i] for i in index], steps=opt.steps, seed=seed, shard=shard, **rest)
+
+
 def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None = None,
           field: str = "epsilon", out: str | Path | None = None, baselines: Sequence[str] = (),
           seed: int = 0, quantize: int | None = None, meta: dict[str, Any] | None = None,
-          on_point: Callable[[int, dict[str, Any]], None] | None = None, **options) -> Frontier:
+          on_point: Callable[[int, dict[str, Any]], None] | None = None, batch: bool | None = None,
+          shard: bool = True, **options) -> Frontier:
     """The privacy–utility frontier of ``problem`` over the budgets of one constraint (module
     docstring).
 
@@ -224,6 +281,12 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
       meta: recorded in every certificate, with ``meta["sweep"] = {"constraint", "field",
         "budget", "index"}``.
       on_point: called with ``(index, row)`` after each budget is finished (solved or read back).
+      batch: solve every budget not yet done as one ``vmap``-ed PDHG program
+        (:func:`~diffpriv.solvers.solve_budgets`; linear constraints only), then certify them one
+        by one; None: where PDHG would run and there are several devices or an accelerator.
+        A batched budget's ``status`` is ``"converged"`` when its certified gap is within
+        ``gap_tol``, else ``"step limit"``.
+      shard: a batch is split over every local device (``jax.sharding``).
       **options: the optimizer's settings (:class:`~diffpriv.Optimizer`).
 
     Raises:
@@ -244,6 +307,8 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
     """
     from diffpriv._design import design
 
+    if options.get("steps", 0) is None:  # as design reads it: the optimizer's default
+        del options["steps"]
     budgets = tuple(float(b) for b in budgets)
     if not budgets:
         raise ValueError("budgets: give at least one")
@@ -255,9 +320,26 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
     baselines = check_baselines(list(baselines))
     out = None if out is None else Path(out)
     spec = _spec(problem, name, field, budgets, baselines, seed, quantize, options)
-    done = {} if out is None else _resume(out, spec, budgets)
+    lead, processes = _processes()
+    done = {} if out is None or not lead else _resume(out, spec, budgets)
+    if processes > 1:  # every process must solve the same budgets: process 0's folder decides
+        from jax.experimental import multihost_utils
+
+        flags = multihost_utils.broadcast_one_to_all(np.asarray([i in done for i in range(len(budgets))]))
+        done = done if lead else {int(i): _elsewhere(budgets[i]) for i in np.flatnonzero(flags)}
     resumed = len(done)
     rows: dict[int, dict[str, Any]] = dict(done)
+    batch = _batch_by_default(problem, options) if batch is None else batch
+    batched = {}
+    if batch:
+        if not problem.linear:
+            raise ValueError("batch: a batched sweep needs linear constraints (PDHG)")
+        todo = [i for i in range(len(budgets)) if i not in rows]
+        if todo:
+            start = time.perf_counter()
+            tables, bounds = _solve_batch(problems, todo, options, seed, shard)
+            share = (time.perf_counter() - start) / len(todo)
+            batched = {i: (t, float(lb), share) for i, t, lb in zip(todo, tables, bounds, strict=True)}
     previous = None
     for i, (b, p) in enumerate(zip(budgets, problems, strict=True)):
         if i in rows:
@@ -265,20 +347,26 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
                 on_point(i, rows[i])
             continue
         start = time.perf_counter()
-        warm = previous if previous is not None and previous.method in ("pdhg", "highs") else None
         point = {"constraint": name, "field": field, "budget": b, "index": i}
-        d = design(p, seed=seed, quantize=quantize, init=warm, meta={**(meta or {}), "sweep": point},
-                   **options)
-        previous = d.result
-        cert = d.certificate
-        row: dict[str, Any] = {"budget": b, "certified_loss": float(cert.loss),
-                               "lower_bound": float(d.result.lower_bound), "gap": float(d.gap),
-                               "status": d.result.status, "method": d.result.method, "ok": bool(cert.ok),
+        if i in batched:
+            cert, bound, status, method = _certify_batched(p, batched[i], seed, quantize,
+                                                           {**(meta or {}), "sweep": point}, options)
+            start -= batched[i][2]
+        else:
+            warm = previous if previous is not None and previous.method in ("pdhg", "highs") else None
+            d = design(p, seed=seed, quantize=quantize, init=warm, meta={**(meta or {}), "sweep": point},
+                       **options)
+            previous = d.result
+            cert, bound, status, method = d.certificate, float(d.result.lower_bound), d.result.status, \
+                d.result.method
+        gap = (cert.loss - bound) / (abs(bound) if bound != 0 else 1.0)
+        row: dict[str, Any] = {"budget": b, "certified_loss": float(cert.loss), "lower_bound": bound,
+                               "gap": float(gap), "status": status, "method": method, "ok": bool(cert.ok),
                                "seconds": 0.0, "certificate": ""}
         for base in baselines:
             row[f"{base}_loss"], row[f"{base}_param"] = _baseline(p, base)
         row["seconds"] = time.perf_counter() - start
-        if out is not None:
+        if out is not None and lead:
             row["certificate"] = f"certificates/budget-{i:03d}.json"
             cert.save(out / row["certificate"])
             rows[i] = row
@@ -288,7 +376,7 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
             on_point(i, row)
     ordered = tuple(rows[i] for i in range(len(budgets)))
     frontier = Frontier(name, field, budgets, ordered, baselines, resumed, out)
-    if out is not None:
+    if out is not None and lead:
         from diffpriv.io._frontier import plot_frontier
 
         plot_frontier(frontier, problem.objective.text, [out / "frontier.png", out / "frontier.pdf"])

@@ -220,3 +220,71 @@ def test_highs_warm_started_from_a_neighbouring_budget_matches_the_cold_solve(ci
     # a basis of another LP (other sizes) is ignored: a cold solve
     other = solve_lp(k_rr_problem(3, 1.0), basis=solve_lp(city, keep_basis=True).basis)
     assert other.value == pytest.approx(solve_lp(k_rr_problem(3, 1.0)).value)
+
+
+SHARDED = """
+import json, sys
+import jax
+import diffpriv as dp
+from diffpriv.solvers._lp import solve_lp
+assert jax.device_count() == 4, jax.devices()
+problem, _ = dp.load_config(sys.argv[1])
+budgets = [0.25, 0.5, 1.0, 1.5, 2.0]  # five: the batch is padded to eight over the four devices
+one = dp.sweep(problem, budgets, batch=True, method="pdhg", steps=4000, shard=False)
+split = dp.sweep(problem, budgets, batch=True, method="pdhg", steps=4000)
+lp = [solve_lp(problem.scaled(b / problem.constraints[0].epsilon)).value for b in budgets]
+print(json.dumps({"one": [r["certified_loss"] for r in one.rows],
+                  "split": [r["certified_loss"] for r in split.rows],
+                  "ok": [r["ok"] for r in one.rows + split.rows], "lp": lp,
+                  "bounds": [r["lower_bound"] for r in split.rows]}))
+"""
+
+
+def test_a_batch_sharded_over_four_devices_certifies_what_one_device_does(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    config = tmp_path / "c.toml"
+    config.write_text(BASE_TOML)
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    run = subprocess.run([sys.executable, "-c", SHARDED, str(config)], env=env, capture_output=True,
+                         text=True, cwd=ROOT, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["split"] == pytest.approx(out["one"], rel=1e-12) and all(out["ok"])
+    for loss, bound, lp in zip(out["split"], out["bounds"], out["lp"], strict=True):
+        assert lp <= loss <= lp * 1.01 + 1e-9 and bound <= lp + 1e-9
+
+
+@pytest.mark.slow
+def test_two_processes_share_a_batched_sweep_and_process_0_writes_it(tmp_path):
+    """Two processes on this machine (two CPU devices each) as two hosts would run it."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    config = tmp_path / "c.toml"
+    config.write_text(BASE_TOML.replace('kind = "distp"', 'kind = "distp"\nname = "pq"'))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "out"
+    exe = str(Path(sys.executable).with_name("diffpriv"))
+    cmd = [exe, "sweep", str(config), "--budget", "pq=0.25:2:3", "--method", "pdhg", "--out", str(out)]
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+           "DIFFPRIV_COORDINATOR": f"127.0.0.1:{port}", "DIFFPRIV_NUM_PROCESSES": "2"}
+    procs = [subprocess.Popen(cmd, env={**env, "DIFFPRIV_PROCESS_ID": str(i)}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results[0][1][-2000:] + results[1][1][-2000:]
+    rows = _rows(out)
+    assert len(rows) == 3 and all(r["method"] == "pdhg" and r["ok"] == "True" for r in rows)
+    problem, _ = dp.load_config(config)
+    for row in rows:
+        lp = solve_lp(problem.scaled(float(row["budget"]) / 0.5)).value
+        assert lp <= float(row["certified_loss"]) <= lp * 1.01 + 1e-9
+        assert dp.verify(out / row["certificate"]).ok
+        assert dp.Certificate.load(out / row["certificate"]).meta["optimizer"]["batched"] is True

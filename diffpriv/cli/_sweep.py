@@ -69,6 +69,12 @@ def sweep(
     method: Annotated[
         str | None, typer.Option(help="Solver; overrides \\[optimizer] method (see optimize --help).")
     ] = None,
+    batch: Annotated[
+        bool | None, typer.Option("--batch/--no-batch",
+                                  help="Solve the budgets as one vmap-ed PDHG program over every "
+                                       "device [default: where PDHG runs and there are several "
+                                       "devices or an accelerator].")
+    ] = None,
     progress: Annotated[
         bool, typer.Option(help="Show a progress bar on stderr (only when it is a terminal).")
     ] = True,
@@ -79,7 +85,10 @@ def sweep(
     OUT/frontier.csv (budget, certified loss, lower bound, gap, status, method, seconds, and each
     baseline's certified loss and parameter) after every budget, and OUT/frontier.png and .pdf
     at the end. Interrupted (Ctrl-C, a kill) and run again with the same arguments, it resumes
-    where it stopped; a folder holding a different sweep is refused.
+    where it stopped; a folder holding a different sweep is refused. With DIFFPRIV_COORDINATOR
+    (host:port of process 0), DIFFPRIV_NUM_PROCESSES and DIFFPRIV_PROCESS_ID set, it is one of
+    several processes (one per host) running the same command: a batch runs over all their
+    devices, and process 0 writes OUT.
     """
     problem, options = _load(config)
     try:
@@ -116,6 +125,7 @@ def sweep(
         kwargs["method"] = method
     meta = jsonable(_meta("sweep", config))
 
+    _distributed()
     from diffpriv._sweep import sweep as run_sweep  # imports JAX on the first solve
     from diffpriv.certification import DEFAULT_BITS
     from diffpriv.solvers._cache import enable_compile_cache
@@ -135,7 +145,8 @@ def sweep(
 
         try:
             frontier = run_sweep(problem, budgets, constraint=name, field=field, out=out, baselines=names,
-                                 seed=seed, quantize=DEFAULT_BITS, meta=meta, on_point=on_point, **kwargs)
+                                 seed=seed, quantize=DEFAULT_BITS, meta=meta, on_point=on_point,
+                                 batch=batch, **kwargs)
         except KeyboardInterrupt:
             _fail(f"interrupted after {finished[0]} of {len(budgets)} budgets (each saved in {out}); "
                   "run the same command again to resume", code=130)
@@ -147,6 +158,34 @@ def sweep(
                   + (f" ({frontier.resumed} read back from an earlier run)" if frontier.resumed else ""))
     if not all(r["ok"] for r in frontier.rows):
         raise typer.Exit(1)
+
+
+DISTRIBUTED = ("DIFFPRIV_COORDINATOR", "DIFFPRIV_NUM_PROCESSES", "DIFFPRIV_PROCESS_ID")
+"""The environment that makes ``sweep`` one of several processes (hosts): the coordinator's
+``host:port`` (process 0's machine), how many processes, and this one's index."""
+
+
+def _distributed() -> None:
+    """``jax.distributed.initialize`` from :data:`DISTRIBUTED` when ``DIFFPRIV_COORDINATOR`` is set
+    (CPU devices exchange data through gloo), before any JAX computation."""
+    import os
+
+    coordinator = os.environ.get(DISTRIBUTED[0])
+    if not coordinator:
+        return
+    values = []
+    for key in DISTRIBUTED[1:]:
+        text = os.environ.get(key, "")
+        if not text.isdigit():
+            _fail(f"{key}: must be a non-negative integer when {DISTRIBUTED[0]} is set, got {text!r}")
+        values.append(int(text))
+    processes, index = values
+    if not 0 <= index < processes:
+        _fail(f"{DISTRIBUTED[2]}: must be below {DISTRIBUTED[1]} = {processes}, got {index}")
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=coordinator, num_processes=processes, process_id=index)
 
 
 def _print_frontier(frontier, what: str, title: str) -> None:

@@ -58,7 +58,7 @@ from diffpriv.solvers._presolve import Presolved, presolve
 from diffpriv.solvers._progress import progress_bar
 from diffpriv.solvers._transport_pdhg import batch_transport
 
-__all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch"]
+__all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch", "solve_budgets"]
 
 SOLVER_ERRORS = (ReferenceSolveError, ConvexSolveError, CutsSolveError)
 """A solver's own failures: under ``method = "auto"`` the next solver of the route runs."""
@@ -214,31 +214,101 @@ def _solve_batch(opt: Optimizer, problem: Problem, eps_scales, seed: int) -> tup
                 state = r.state
             return np.stack(tables), np.asarray(bounds)
         return batch_nonlinear(opt, problem, scales, seed)
-    base = linear_data(problem)
-    scales = jnp.asarray(eps_scales, dtype=base.cost.dtype)
-    true_batch = base._replace(pair_eps=scales[:, None] * base.pair_eps[None, :],
-                               mix_eps=scales[:, None] * base.mix_eps[None, :],
-                               pair_delta=jnp.broadcast_to(base.pair_delta, (len(scales),
-                                                                             *base.pair_delta.shape)),
-                               mix_delta=jnp.broadcast_to(base.mix_delta, (len(scales),
-                                                                           *base.mix_delta.shape)))
+    return _batch_linear(opt, [problem.scaled(float(s)) for s in eps_scales], seed, shard=True)
+
+
+BUDGETS = ("pair_eps", "mix_eps", "pair_delta", "mix_delta")
+"""The fields of :class:`._linear.LinearData` that differ between budgets of one problem."""
+
+
+def solve_budgets(problems, *, steps: int = 20_000, seed: int = 0, shard: bool = True,
+                  **options) -> tuple[np.ndarray, np.ndarray]:
+    """Solves linear problems that differ only in their budgets (``ε``, ``δ`` of any constraint:
+    the points of a frontier) as one ``vmap``-ed compiled PDHG program, then polishes each table,
+    as :func:`solve_batch` does for a common scale of every budget.
+
+    ``shard``: place the batch over every device (``jax.sharding``: a mesh of ``jax.devices()``
+    along the budgets, the batch padded to a multiple of the device count), so that each device
+    runs its share; with one device it changes nothing. After ``jax.distributed.initialize``
+    (several processes, e.g. hosts, each running the same call) the devices are all processes'
+    and every process gets the whole result. Returns
+    ``(tables [B, S, X, Y], lower_bounds [B])``, not certified.
+
+    Raises:
+      ValueError: no problems, a nonlinear one, problems that differ in more than budgets, or a
+        method other than ``"auto"`` / ``"pdhg"``.
+    """
+    opt = Optimizer(steps=steps, **options)
+    if opt.method not in ("auto", "pdhg"):
+        raise ValueError("optimizer.method: solve_budgets runs 'pdhg' only ('auto' runs it too)")
+    problems = list(problems)
+    if not problems or not all(p.linear for p in problems):
+        raise ValueError("solve_budgets: needs one or more problems with linear constraints")
+    pre = [presolve(p) for p in problems] if opt.presolve else [None] * len(problems)
+    if pre[0] is None or any(p is None for p in pre):
+        return _batch_linear(opt, problems, seed, shard)
+    tables, bounds = _batch_linear(opt, [p.problem for p in pre], seed, shard)
+    return np.stack([p.restore(t) for p, t in zip(pre, tables, strict=True)]), bounds
+
+
+def _placed(tree, axes, n: int, shard: bool):
+    """``tree`` (a batch, leading axis ``n`` where ``axes`` says 0) on the local devices: the batch
+    axis split over a one-axis mesh of them (padded by repeating the last budget to a multiple of
+    their count), the rest replicated; as it is with one device or ``shard = False``."""
+    devices = jax.devices()
+    if not shard or len(devices) == 1:
+        return tree, n
+    size = -(-n // len(devices)) * len(devices)
+    mesh = jax.sharding.Mesh(np.asarray(devices), ("budgets",))
+    split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("budgets"))
+    whole = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+
+    def place(x, axis):  # from host data every process holds: works across hosts too
+        x = np.asarray(x)
+        if axis is None:
+            return jax.make_array_from_callback(x.shape, whole, lambda index: x[index])
+        pad = np.concatenate([x, np.repeat(x[-1:], size - n, axis=0)]) if size > n else x
+        return jax.make_array_from_callback(pad.shape, split, lambda index: pad[index])
+
+    return jax.tree_util.tree_map(place, tree, axes, is_leaf=lambda x: x is None), size
+
+
+def _batch_linear(opt: Optimizer, problems, seed: int, shard: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`solve_budgets` on presolved problems."""
+    problem = problems[0]
+    datas = [linear_data(p) for p in problems]
+    base = datas[0]
+    for p, d in zip(problems, datas, strict=True):
+        same = all(np.shape(getattr(d, f)) == np.shape(getattr(base, f)) for f in base._fields) and \
+            p.shape == problem.shape and np.array_equal(p.loss, problem.loss) and \
+            np.array_equal(p.prior, problem.prior)
+        if not same:
+            raise ValueError("solve_budgets: the problems must differ in their budgets only")
+    true_batch = base._replace(**{f: jnp.stack([getattr(d, f) for d in datas]) for f in BUDGETS})
     batch = tighten(true_batch)
     n_periods = -(-opt.steps // opt.period)
-    slack = bool(np.any(np.asarray(base.pair_delta) > 0) or np.any(np.asarray(base.mix_delta) > 0))
-    tables, lbs, us = _batch(batch, true_batch, jax.random.PRNGKey(seed), n_periods, opt.period,
+    slack = bool(any(np.any(np.asarray(d.pair_delta) > 0) or np.any(np.asarray(d.mix_delta) > 0)
+                     for d in datas))
+    n = len(problems)
+    (placed, true_placed), _ = _placed((batch, true_batch), (batch.batch_axes, batch.batch_axes), n, shard)
+    tables, lbs, us = _batch(placed, true_placed, jax.random.PRNGKey(seed), n_periods, opt.period,
                              problem.objective.epigraph, opt.omega, opt.omega_range, opt.jitter, slack,
                              opt.gap_tol, opt.viol_factor * opt.gap_tol)
-    tables = np.array(tables, dtype=np.float64)
+    if jax.process_count() > 1:  # several hosts: every process gets the whole batch
+        from jax.experimental import multihost_utils
+
+        tables, lbs, us = multihost_utils.process_allgather((tables, lbs, us), tiled=True)
+    tables = np.array(tables, dtype=np.float64)[:n]
+    lbs, us = np.asarray(lbs)[:n], np.asarray(us)[:n]
     tables = tables / tables.sum(-1, keepdims=True)
     check_finite(tables)
     if opt.polish:
-        for b in range(len(scales)):
-            one = batch._replace(pair_eps=batch.pair_eps[b], mix_eps=batch.mix_eps[b],
-                                 pair_delta=batch.pair_delta[b], mix_delta=batch.mix_delta[b])
+        for b in range(n):
+            one = batch._replace(**{f: getattr(batch, f)[b] for f in BUDGETS})
             g, delta = sparse_matrix(operator(one))
             if g.shape[0]:
-                tables[b] = polish(problem, tables[b], g, delta, np.asarray(us[b]))
-    return np.stack([the_table(problem, t) for t in tables]), np.asarray(lbs)
+                tables[b] = polish(problems[b], tables[b], g, delta, us[b])
+    return np.stack([the_table(p, t) for p, t in zip(problems, tables, strict=True)]), lbs
 
 
 @jax.jit(static_argnums=(3, 4, 5, 6, 7, 8, 9))
