@@ -7,13 +7,20 @@ OUT ?= out/quickstart
 
 .PHONY: run test test-slow bench frontier chain lint clean sacramento
 
-$(STAMP): pyproject.toml
+RUN_STAMP := $(VENV)/.installed-run
+
+# `make run` installs the package alone; `make test` adds the test extra (pytest, cvxpy, ...).
+$(RUN_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/diffpriv optimize configs/quickstart.toml --out $(OUT)
 	$(VENV)/bin/diffpriv certify $(OUT)/certificate.json
 	$(VENV)/bin/diffpriv export $(OUT)/certificate.json --format csv --out $(OUT)/table.csv
@@ -28,8 +35,9 @@ test-slow: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/optimality.py
 
-frontier: $(STAMP)
-	$(PY) experiments/frontier.py configs/quickstart.toml --out out/frontier
+frontier: $(RUN_STAMP)
+	$(VENV)/bin/diffpriv sweep configs/quickstart.toml --budget home-vs-out=0.25:4:8 --log \
+		--baselines krr,planar_laplace --out out/frontier
 
 chain: $(STAMP)
 	$(PY) experiments/categorical_chain.py --out out/categorical_chain/table.md

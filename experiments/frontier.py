@@ -25,10 +25,11 @@ from diffpriv.io import write_csv
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("config")
-    ap.add_argument("--out", default="out/frontier")
-    ap.add_argument("--scales", default="0.25,0.5,0.75,1,1.5,2,3,4")
-    ap.add_argument("--steps", type=int, default=40_000)
+    ap.add_argument("config", help="TOML config of the problem")
+    ap.add_argument("--out", default="out/frontier", help="folder for frontier.csv and frontier.png")
+    ap.add_argument("--scales", default="0.25,0.5,0.75,1,1.5,2,3,4",
+                    help="comma-separated factors applied to every budget of the config")
+    ap.add_argument("--steps", type=int, default=40_000, help="the optimizer's step limit per budget")
     ap.add_argument("--divergence", default=None,
                     help="give every divergence constraint this divergence instead: kl, chi2, hellinger, "
                          "reverse_kl, or renyi:ALPHA (e.g. renyi:2)")
@@ -72,7 +73,7 @@ def main() -> None:
     ax.plot(eps, [r["lp"] for r in rows], "k-", lw=3, alpha=0.3, label=name)
     ax.plot(eps, [r["certified"] for r in rows], "o-", label="certified table (diffpriv)")
     ax.plot(eps, [r["lower_bound"] for r in rows], "x--", label="certified lower bound")
-    ax.set_xlabel("ε of the first constraint")
+    ax.set_xlabel("ε of the first constraint (every budget is scaled by the same factor)")
     ax.set_ylabel(problem.objective.text)
     ax.set_title(f"Privacy–utility frontier: {pathlib.Path(args.config).name}")
     ax.grid(alpha=0.3)
