@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 OUT ?= out/quickstart
 
-.PHONY: run test test-slow bench frontier chain lint clean sacramento
+.PHONY: run test test-slow bench frontier chain lint clean sacramento experiments
 
 RUN_STAMP := $(VENV)/.installed-run
 
@@ -51,3 +51,12 @@ clean:
 sacramento: $(STAMP)
 	$(PY) -m pip install -q -e '.[experiments]'
 	$(PY) experiments/sacramento.py --out out/sacramento
+
+# Every experiment of experiments/README.md, each writing CSV and PDF/PNG under out/experiments
+# (FULL=--full for the paper-scale runs where an experiment has one).
+experiments: $(STAMP)
+	$(PY) -m pip install -q -e '.[experiments]'
+	$(PY) experiments/bernoulli_profiles.py --out out/experiments/bernoulli
+	$(PY) experiments/categorical_chain.py --out out/experiments/categorical_chain/table.md
+	$(PY) experiments/sacramento_frontier.py --out out/experiments/sacramento_frontier $(FULL)
+	$(PY) experiments/sacramento.py --out out/experiments/sacramento
