@@ -1,7 +1,7 @@
 """Hostile input (issue 6, robustness): every bad input is one ``error:`` line on stderr and exit
 code 2, with nothing written, no traceback, no warning, no hang and no memory blow-up.
 
-Each case here failed before the limits of the README's error contract ("Limits") were
+Each case here failed before the limits of the error contract of docs/cli.md ("Limits") were
 enforced: a traceback, a numpy warning on stderr, a message naming the wrong field, a hang or a
 MemoryError. The fuzz tests at the end feed mutated configs and certificates to the CLI.
 """

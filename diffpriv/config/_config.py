@@ -5,7 +5,7 @@ Every bad input becomes one :class:`ConfigError` whose message is a single line
 Nothing here imports JAX: the CLI validates a whole config before the optimizer is loaded.
 Distribution values (items, priors) have their schema and their vectors in
 :mod:`diffpriv.config._distributions`.
-The schema is documented key by key in the README ("Config reference").
+The schema is documented key by key in ``docs/config.md``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = ["MAX_CONFIG_BYTES", "MAX_CONSTRAINTS", "MAX_GRID_CELLS", "MAX_ITEMS",
            "MAX_NESTING", "MAX_PAIRS", "MAX_PROFILES", "MAX_SEED", "MAX_SPAN", "ConfigError",
            "OptimizerOptions", "config_from_dict", "load_config"]
 
-# Limits: every input is bounded before anything is built from it (README, "Limits").
+# Limits: every input is bounded before anything is built from it (docs/cli.md, "Limits").
 MAX_CONFIG_BYTES = 4 * 2**20
 """Largest config file, in bytes (tomllib reads about 0.4 MB/s of the worst TOML)."""
 MAX_NESTING = 64

@@ -1,7 +1,7 @@
 """Distributions over the inputs, from the ``<distribution>`` values of a config.
 
 A config describes each item's distribution (and each profile's prior) in one of several forms
-(README, "Distributions"): a list of probabilities, probabilities by label, uniform, a mixture
+(``docs/config.md``, "Distributions"): a list of probabilities, probabilities by label, uniform, a mixture
 of Gaussians discretised on the input coordinates, or a histogram of points (inline or from a
 CSV file) or of label samples. :func:`distribution` turns one such value, already validated by
 its schema (:class:`DistributionCfg`, part of the config schema of :mod:`diffpriv.config._config`),
