@@ -18,11 +18,15 @@ from diffpriv.cli._summary import _mechanism_text, _print_rows
 from diffpriv.problems._problem import Problem
 
 TUPLING = "tupling"
-TUPLING_BASES = ("planar_laplace", "krr")
+TUPLING_BASES = ("planar_laplace", "restricted_laplace", "krr")
 TUPLING_PARAMS: dict[str, Any] = {"k": None, "base_epsilon": None, "base": "planar_laplace",
-                                  "epsilon": None, "samples": 100_000, "confidence": 0.99, "seed": 0,
-                                  "pair": 0}
-"""Parameters of ``--mechanism tupling`` (``None``: required, except ``epsilon``: the DistP ε)."""
+                                  "base_radius": None, "dummies": "uniform", "epsilon": None,
+                                  "samples": 100_000, "confidence": 0.99, "seed": 0, "pair": 0}
+"""Parameters of ``--mechanism tupling`` (``None``: required, except ``epsilon``: the DistP ε, and
+``base_radius``: needed by the restricted Laplace base, seed 003's choice). ``dummies``: the law
+``ν`` the k dummies are drawn from: ``uniform`` over the outputs, ``population`` (the base table's
+output law of the whole prior, ``Σ π[s, x] A[s, x, ·]``: dummies that look like real reports), or
+an item's name (that item's output law under the base table)."""
 NO_TUPLING_CERTIFICATE = "no certificate: the tupling mechanism reports tuples, not one output of a table"
 MAX_TUPLE_ENTRIES = 10**9
 """Largest ``samples·(k+1)`` of the tupling Monte Carlo (about 2.5 minutes on one core)."""
@@ -61,6 +65,13 @@ def _tupling_params(given: Mapping[str, Any]) -> dict[str, Any]:
               f"entries, at most {MAX_TUPLE_ENTRIES:.0e}")
     if params["base"] not in TUPLING_BASES:
         _fail(f"--param: base must be one of {', '.join(TUPLING_BASES)}, got {params['base']!r}")
+    if params["base"] == "restricted_laplace":
+        if params["base_radius"] is None:
+            _fail("--param: base restricted_laplace needs base_radius (e.g. --param base_radius=2)")
+        _number(params, "base_radius", "a number > 0", lambda v: 0 < v <= math.inf)
+    elif params["base_radius"] is not None:
+        _fail(f"--param: base_radius applies to base restricted_laplace only, not {params['base']!r}")
+    params["dummies"] = str(params["dummies"])
     _number(params, "confidence", "a number in (0, 1)", lambda v: 0 < v < 1)
     for key in ("base_epsilon", "epsilon") if params["epsilon"] is not None else ("base_epsilon",):
         _number(params, key, "a finite number >= 0", lambda v: 0 <= v < math.inf)
@@ -86,24 +97,26 @@ def _tupling(problem: Problem, params: dict[str, Any], accept_estimate: bool = F
     from diffpriv.mechanisms import MECHANISMS, Tupling, evaluate_tupling, tuple_delta_exact
 
     start = time.perf_counter()
+    extra = {"radius": params["base_radius"]} if params["base"] == "restricted_laplace" else {}
     try:
-        base = MECHANISMS[params["base"]](problem, epsilon=params["base_epsilon"])
+        base = MECHANISMS[params["base"]](problem, epsilon=params["base_epsilon"], **extra)
     except ValueError as e:
-        other = "krr" if params["base"] == "planar_laplace" else "planar_laplace"
+        other = "krr" if params["base"] != "krr" else "planar_laplace"
         _fail(f"tupling: base table: {e}; or try --param base={other}")
+    nu = _dummy_law(problem, base, params["dummies"])
     k = params["k"]
     try:
         with np.errstate(all="ignore"):
             report = evaluate_tupling(problem, k, base, params["epsilon"], samples=params["samples"],
                                       confidence=params["confidence"], rng=params["seed"],
-                                      pair=params["pair"])
+                                      pair=params["pair"], nu=nu)
     except ValueError as e:
         _fail(f"tupling: {e}")
     d = report.delta
     exact = None  # where the multisets are too many to enumerate, the Monte Carlo bound decides
     if math.comb(problem.shape[2] + k, k + 1) <= MAX_EXACT_MULTISETS:
         items = {item.name: item for item in problem.items}
-        laws = [Tupling(k, base[items[n].profile]).law(items[n].dist) for n in report.items]
+        laws = [Tupling(k, base[items[n].profile], nu).law(items[n].dist) for n in report.items]
         with np.errstate(all="ignore"):
             exact = tuple_delta_exact(*laws, d.epsilon, k, max_multisets=MAX_EXACT_MULTISETS)
     proved = exact is not None
@@ -133,11 +146,28 @@ def _tupling(problem: Problem, params: dict[str, Any], accept_estimate: bool = F
     }
 
 
+def _dummy_law(problem: Problem, base: np.ndarray, name: str) -> np.ndarray | None:
+    """The dummies' law ``ν`` of :data:`TUPLING_PARAMS`'s ``dummies`` (None: uniform), or exit 2."""
+    if name == "uniform":
+        return None
+    if name == "population":
+        nu = np.einsum("sx,sxy->y", problem.prior, base)
+    else:
+        items = {item.name: item for item in problem.items}
+        if name not in items:
+            _fail(f"--param: dummies must be uniform, population or an item name "
+                  f"({', '.join(items) or 'none'}), got {name!r}")
+        nu = items[name].dist @ base[items[name].profile]
+    return nu / nu.sum()
+
+
 def _print_tupling(s: dict[str, Any], title: str) -> None:
     """The tupling report as a rich table (no constraints table: there is no certificate)."""
     d, thm = s["delta"], s["theorem3"]
     pct = f"{100 * d['confidence']:g} %"
-    if thm is None:
+    if s["params"].get("dummies", "uniform") != "uniform":
+        theorem = "holds for uniform dummies only"
+    elif thm is None:
         theorem = "says nothing at this ε (needs k ≥ 1 and ε > ln(1 + β|Y|/k))"
     else:
         theorem = f"δ ≤ {thm['delta']:.4g} (η = 0, β = {thm['beta']:.4g})" + (
