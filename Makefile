@@ -61,3 +61,4 @@ experiments: $(STAMP)
 	$(PY) experiments/sacramento_frontier.py --out out/experiments/sacramento_frontier $(FULL)
 	$(PY) experiments/sacramento.py --out out/experiments/sacramento
 	$(PY) experiments/coupling_estimate.py --out out/experiments/coupling_estimate
+	$(PY) experiments/tupling_tables.py --out out/experiments/tupling

