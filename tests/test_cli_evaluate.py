@@ -107,7 +107,7 @@ def test_params_are_numbers_booleans_or_text(runner, tmp_path):
     assert result.exit_code in (0, 1), result.output  # a certificate, whether or not it holds
     params = json.loads((out / "summary.json").read_text())["params"]
     assert params == {"target": "barycenter", "source": "prior", "perturb": 0.0, "seed": 3.0,
-                      "worst": True}
+                      "worst": True, "estimate": ""}
 
 
 def test_tupling_writes_a_summary_and_no_certificate(runner, tmp_path):
@@ -251,3 +251,64 @@ def test_evaluate_does_not_import_jax(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "planar_gaussian (precision=" in proc.stdout
+
+
+PROFILES_TOML = """\
+[inputs]
+labels = ["a", "b", "c"]
+
+[loss]
+kind = "hamming"
+
+[[profiles]]
+name = "P"
+
+[[profiles]]
+name = "Q"
+
+[[items]]
+name = "p"
+profile = "P"
+distribution = [0.5, 0.3, 0.2]
+
+[[items]]
+name = "q"
+profile = "Q"
+distribution = [0.2, 0.3, 0.5]
+
+[[constraints]]
+kind = "distp"
+epsilon = 0.5
+pairs = [["p", "q"]]
+"""
+
+
+def test_coupling_estimate_given_directly_is_recorded_with_its_loss(runner, tmp_path):
+    """λ̂ from a file: the certificate records it and the loss the mechanism expects under it
+    (recomputed here from the certified table), beside the certified loss under the truth."""
+    import numpy as np
+
+    estimate = tmp_path / "estimate.csv"
+    estimate.write_text("0.4,0.35,0.25\n0.25,0.3,0.45\n")
+    out = tmp_path / "cp"
+    config = _config(tmp_path, PROFILES_TOML)
+    result = runner.invoke(app, ["evaluate", str(config), "-m", "coupling", "-p", f"estimate={estimate}",
+                                 "-o", str(out)])
+    assert result.exit_code in (0, 1), result.output
+    assert "expects" in result.stdout
+    cert = json.loads((out / "certificate.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())
+    details = cert["meta"]["mechanism"]["details"]
+    lam = np.array([[0.4, 0.35, 0.25], [0.25, 0.3, 0.45]])
+    assert np.allclose(details["estimate"], lam)
+    table, loss = np.array(cert["table"]), 1 - np.eye(3)
+    prior = np.array(cert["problem"]["prior"])
+    w = prior.sum(axis=1) / prior.sum()
+    assert details["loss_under_estimate"] == pytest.approx(np.einsum("s,sx,sxy,xy->", w, lam, table, loss))
+    assert summary["loss_under_estimate"] == details["loss_under_estimate"]
+    assert cert["loss"] == pytest.approx(np.einsum("sx,sxy,xy->", prior, table, loss))
+    for body, message in [("1,2\n", "shape (1, 2), expected (2, 3)"), ("0.5,0.5,0.5\n0.2,0.3,0.5\n",
+                                                                      "row 0 sums to 1.5")]:
+        estimate.write_text(body)
+        result = runner.invoke(app, ["evaluate", str(config), "-m", "coupling", "-p", f"estimate={estimate}"])
+        assert result.exit_code == 2 and message in result.stderr

@@ -133,6 +133,9 @@ def _evaluate_table(problem: Problem, name: str, params: dict[str, Any], calibra
         _mechanism_failure(e, params)
     except (CouplingError, ProfileLPError) as e:
         _fail(f"mechanism {name!r}: {e}", code=1)
+    details = ev.certificate.meta["mechanism"].get("details") or {}
+    if "loss_under_estimate" in details:  # the coupling mechanism: what it expected to lose
+        extra["loss_under_estimate"] = details["loss_under_estimate"]
     return ev, {"mechanism": name, "params": ev.params, **extra}
 
 

@@ -91,6 +91,9 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
         rows.append((f"{what}, convex optimum", f"{s['convex_optimum']:.6g}"))
     if "certified" in s:
         rows.append((f"{what}, certified table", f"{s['certified']:.6g}"))
+    if "loss_under_estimate" in s:
+        rows.append((f"{what} the mechanism expects (under its estimate λ̂)",
+                     f"{s['loss_under_estimate']:.6g}"))
     if "lower_bound" in s:
         rows += [("certified lower bound", f"{s['lower_bound']:.6g}"),
                  ("gap of the certified table", _gap(s["certified"], s["lower_bound"]))]

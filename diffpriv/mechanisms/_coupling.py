@@ -344,14 +344,82 @@ def profile_distributions(problem, source: str = "items") -> np.ndarray:
     return lam
 
 
+MAX_ESTIMATE_BYTES = 64 * 2**20
+"""Largest estimate file (``estimate=FILE``) read."""
+
+
+def read_estimate(path, n_profiles: int, n_in: int) -> np.ndarray:
+    """``[S, X]`` the known approximations ``λ̂_s`` from a CSV file: one row per profile (in the
+    problem's order), one column per input, each row a distribution (sum within 10⁻⁶ of 1,
+    renormalised; a row of zeros for a profile with none). ``ParameterError`` names what is
+    wrong."""
+    import io
+
+    from diffpriv.io._files import FileFormatError, read_bytes
+
+    where = f"mechanism 'coupling': estimate {str(path)!r}"
+    try:
+        text = read_bytes(path, limit=MAX_ESTIMATE_BYTES, what="an estimate").decode("utf-8")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            lam = np.loadtxt(io.StringIO(text), delimiter=",", ndmin=2, dtype=np.float64)
+    except (FileFormatError, OSError) as e:
+        raise ParameterError(f"{where}: {e}") from None
+    except (UnicodeDecodeError, ValueError, UserWarning) as e:
+        raise ParameterError(f"{where}: not a CSV of numbers ({e})") from None
+    if lam.shape != (n_profiles, n_in):
+        raise ParameterError(f"{where}: shape {lam.shape}, expected ({n_profiles}, {n_in}): one row "
+                             "per profile, one column per input")
+    if not np.all(np.isfinite(lam)) or np.any(lam < 0):
+        raise ParameterError(f"{where}: entries must be finite and non-negative")
+    sums = lam.sum(axis=1)
+    bad = np.flatnonzero((sums != 0) & (np.abs(sums - 1.0) > 1e-6))
+    if bad.size:
+        raise ParameterError(f"{where}: row {bad[0]} sums to {sums[bad[0]]:.9g}, expected 1")
+    return np.where(sums[:, None] > 0, lam / np.where(sums > 0, sums, 1.0)[:, None], 0.0)
+
+
+def _knowledge(problem, source, perturb, seed, estimate) -> tuple[np.ndarray, float]:
+    """``(λ̂ [S, X], ε)``: what the mechanism knows of each profile's input law (module docstring
+    of :func:`coupling`), and the perturbation ``ε``."""
+    try:
+        eps = float(perturb)
+    except (TypeError, ValueError):
+        raise ParameterError(f"mechanism 'coupling': perturb must be a number, got {perturb!r}") from None
+    if not np.isfinite(eps) or eps < 0:
+        raise ParameterError(f"mechanism 'coupling': perturb must be finite and >= 0, got {eps!r}")
+    ns, nx, _ = problem.shape
+    lam = (profile_distributions(problem, str(source)) if not estimate
+           else read_estimate(estimate, ns, nx))
+    has = lam.sum(axis=1) > 0
+    if eps > 0:
+        lam[has] = perturb_distributions(lam[has], eps, np.random.default_rng(int(seed)))
+    return lam, eps
+
+
+def coupling_details(problem, *, target, source, perturb, seed, worst, estimate) -> dict:
+    """What the coupling mechanism knew (``λ̂``, after any perturbation) and its expected loss
+    under that knowledge (Prop. 2's ``Σ_s w_s W(λ̂_s, μ)``, ``w`` the prior mass of each
+    profile), beside which the certificate's loss is the one under the problem's prior."""
+    lam, _ = _knowledge(problem, source, perturb, seed, estimate)
+    table = coupling(problem, target=target, source=source, perturb=perturb, seed=seed, worst=worst,
+                     estimate=estimate)
+    w = problem.prior.sum(axis=1)
+    w = w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / w.size)
+    known = float(np.einsum("s,sx,sxy,xy->", w, lam, table, problem.loss))
+    return {"estimate": lam.tolist(), "loss_under_estimate": known}
+
+
 @mechanism(
     "coupling",
-    params={"target": "barycenter", "source": "items", "perturb": 0.0, "seed": 0, "worst": False},
+    params={"target": "barycenter", "source": "items", "perturb": 0.0, "seed": 0, "worst": False,
+            "estimate": ""},
     calibrate=None,
     summary="utility-optimal coupling mechanism: every profile's output law is one target μ "
             "(Kawamoto & Murakami 2019)",
+    details=lambda problem, **params: coupling_details(problem, **params),
 )
-def coupling(problem, *, target, source, perturb, seed, worst) -> np.ndarray:
+def coupling(problem, *, target, source, perturb, seed, worst, estimate="") -> np.ndarray:
     """The coupling mechanism for a problem, with the problem's loss as the cost.
 
     Args:
@@ -364,18 +432,13 @@ def coupling(problem, *, target, source, perturb, seed, worst) -> np.ndarray:
         (:func:`perturb_distributions`, seeded by ``seed``); 0 uses ``λ̂_s = λ_s``.
       seed: seed of the perturbation.
       worst: bottleneck (``W∞``) couplings instead of optimal (``W1``) ones.
+      estimate: a CSV file of the known ``λ̂_s`` (:func:`read_estimate`), given directly rather
+        than from the problem (whose items and prior stay the truth the certificate measures);
+        ``source`` is then not used, ``perturb`` still applies.
     """
-    try:
-        eps = float(perturb)
-    except (TypeError, ValueError):
-        raise ParameterError(f"mechanism 'coupling': perturb must be a number, got {perturb!r}") from None
-    if not np.isfinite(eps) or eps < 0:
-        raise ParameterError(f"mechanism 'coupling': perturb must be finite and >= 0, got {eps!r}")
     worst = flag("coupling", "worst", worst)
-    lam = profile_distributions(problem, str(source))
+    lam, _ = _knowledge(problem, source, perturb, seed, estimate)
     has = lam.sum(axis=1) > 0
-    if eps > 0:
-        lam[has] = perturb_distributions(lam[has], eps, np.random.default_rng(int(seed)))
     ny = problem.shape[2]
     if target == "barycenter":
         if not has.any():

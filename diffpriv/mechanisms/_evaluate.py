@@ -129,6 +129,8 @@ def evaluate(problem, name: str, *, repair: bool = False, **params) -> Evaluatio
     table = named(problem, **params)
     full = {k: _json_param(v) for k, v in {**named.params, **params}.items()}
     meta = {"mechanism": {"name": name, "params": {k: _json_safe(v) for k, v in full.items()}}}
+    if named.details is not None:
+        meta["mechanism"]["details"] = named.details(problem, **{**named.params, **params})
     cert = certify(problem, table, repair=repair, meta=meta)
     return Evaluation(name, full, cert)
 

@@ -33,6 +33,9 @@ class Named:
       params: every parameter with its default (``None``: required).
       calibrate: the parameter ``--calibrate`` bisects (larger = less private), or ``None``.
       summary: one line for ``--help`` and listings.
+      details: optional ``details(problem, **params) -> dict``: what the build drew or assumed
+        that the table alone does not show (JSON-ready), recorded in the certificate's
+        ``meta["mechanism"]["details"]``.
     """
 
     name: str
@@ -40,6 +43,7 @@ class Named:
     params: Mapping[str, Any]
     calibrate: str | None
     summary: str
+    details: Callable[..., dict] | None = None
 
     def __call__(self, problem, **params) -> np.ndarray:
         unknown = sorted(set(params) - set(self.params))
@@ -57,13 +61,14 @@ MECHANISMS: dict[str, Named] = {}
 """Every registered mechanism by name."""
 
 
-def mechanism(name: str, *, params: Mapping[str, Any], calibrate: str | None, summary: str):
+def mechanism(name: str, *, params: Mapping[str, Any], calibrate: str | None, summary: str,
+              details: Callable[..., dict] | None = None):
     """Decorator registering ``build(problem, **params)`` as the mechanism ``name``."""
 
     def wrap(build: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
         if name in MECHANISMS:
             raise ValueError(f"mechanism {name!r} is registered twice")
-        MECHANISMS[name] = Named(name, build, dict(params), calibrate, summary)
+        MECHANISMS[name] = Named(name, build, dict(params), calibrate, summary, details)
         return build
 
     return wrap
