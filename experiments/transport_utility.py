@@ -75,22 +75,26 @@ def main(argv=None) -> int:
 
     eps = [r["epsilon"] for r in rows]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, key, title in ((axes[0], "transport", "transport loss over the items"),
-                           (axes[1], "expected", "expected loss")):
+    for ax, key, title, ylabel in ((axes[0], "transport", "transport loss over the items",
+                                    "W₁(A#λ, λ) under the loss (the config's units)"),
+                                   (axes[1], "expected", "expected loss",
+                                    "expected loss (the config's units)")):
         ax.plot(eps, [r[f"{key}_lp"] for r in rows], "k-", lw=3, alpha=0.3, label="LP optimum")
         ax.plot(eps, [r[f"transport_design_{key}"] for r in rows], "o-", label="transport design")
         ax.plot(eps, [r[f"expected_design_{key}"] for r in rows], "s--", label="expected-loss design")
         ax.set_xscale("log")
         ax.set_xticks(eps, [f"{e:.3g}" for e in eps])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.set_xlabel("ε of the first constraint")
+        ax.set_xlabel("ε of the first constraint (every budget scaled together)")
+        ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(alpha=0.3)
         ax.legend()
     fig.suptitle(f"Which loss to optimise: {pathlib.Path(args.config).name}")
     fig.tight_layout()
     fig.savefig(out / "transport.png", dpi=120)
-    print(f"wrote {out / 'transport.csv'} and {out / 'transport.png'}")
+    fig.savefig(out / "transport.pdf")
+    print(f"wrote {out / 'transport.csv'}, {out / 'transport.png'} and {out / 'transport.pdf'}")
     print("all within 1 % of the LP" if not bad else "FAILED: see above")
     return 1 if bad else 0
 

@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -43,3 +45,21 @@ def test_nothing_user_facing_imports_private_modules():
     for path in paths:
         for line in path.read_text().splitlines():
             assert not re.search(r"diffpriv(\.\w+)*\._\w", line), (path.name, line)
+
+
+@pytest.mark.slow
+def test_readme_tour_commands_run(tmp_path):
+    """Every ``diffpriv`` command of the README's tour, in order, in a scratch folder."""
+    text = (ROOT / "README.md").read_text()
+    tour = text[text.index("## A tour"):]
+    block = re.search(r"```sh\n(.*?)```", tour, flags=re.S).group(1)
+    commands = [" ".join(line.split("#")[0].split()) for line in block.replace("\\\n", " ").splitlines()]
+    commands = [c for c in commands if c.startswith("diffpriv ")]
+    assert len(commands) >= 7, commands
+    (tmp_path / "configs").symlink_to(ROOT / "configs")
+    exe = str(pathlib.Path(sys.executable).with_name("diffpriv"))
+    for command in commands:
+        run = subprocess.run([exe, *command.split()[1:]], cwd=tmp_path, capture_output=True, text=True,
+                             check=False)
+        assert run.returncode == 0, (command, run.stderr[-1500:])
+    assert (tmp_path / "out" / "frontier" / "frontier.pdf").exists()
