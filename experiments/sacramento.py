@@ -74,6 +74,36 @@ def sparse_problem(n: int, constraint: dp.Constraint, objective="expected") -> d
                       constraints=(constraint,), objective=objective)
 
 
+def adaptive_partition(x, y, n: int):
+    """A density-adaptive ``n × n`` partition (seed 003's footnote 4: closer to a uniform
+    population): ``n`` columns holding equal numbers of sales by longitude, each cut into ``n``
+    cells holding equal numbers by latitude. Returns each sale's cell index and each cell's
+    coordinates, the mean of its sales (in km)."""
+    idx = np.empty(x.size, int)
+    for c, col in enumerate(np.array_split(np.argsort(x, kind="stable"), n)):
+        for r, cell in enumerate(np.array_split(col[np.argsort(y[col], kind="stable")], n)):
+            idx[cell] = c * n + r
+    if np.bincount(idx, minlength=n * n).min() == 0:
+        sys.exit(f"error: --grid {n}: more cells ({n * n}) than sales ({x.size}) for the adaptive partition")
+    coords = np.stack([np.bincount(idx, weights=v, minlength=n * n) for v in (x, y)], axis=1)
+    return idx, coords / np.bincount(idx, minlength=n * n)[:, None]
+
+
+def adaptive_problem(n: int, constraint: dp.Constraint) -> dp.Problem:
+    """:func:`sparse_problem` on :func:`adaptive_partition`'s cells (every cell holds about
+    ``932 / n²`` sales; one group may still be absent from a cell), the loss the distance between
+    the cells' mean locations in km."""
+    x, y, price = load_sales()
+    idx, coords = adaptive_partition(x, y, n)
+    expensive = price > np.median(price)
+    a = np.bincount(idx[expensive], minlength=n * n).astype(float)
+    b = np.bincount(idx[~expensive], minlength=n * n).astype(float)
+    dom = dp.Domain(tuple(f"c{i // n}r{i % n}" for i in range(n * n)), coords)
+    return dp.Problem(dom, dom, dom.distances(dom), (a + b) / (a + b).sum(),
+                      items=(dp.Item("expensive", a / a.sum()), dp.Item("cheap", b / b.sum())),
+                      constraints=(constraint,))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="out/sacramento")

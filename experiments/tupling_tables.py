@@ -54,7 +54,7 @@ def _laws(problem, base, k: int):
     return mech.law(problem.items[0].dist), mech.law(problem.items[1].dist)
 
 
-def _bisect(pred, lo: float, hi: float, steps: int = 30) -> float:
+def least_true(pred, lo: float, hi: float, steps: int = 30) -> float:
     """The least ε in ``[lo, hi]`` with ``pred(ε)`` (``pred`` monotone: false then true)."""
     if not pred(hi):
         return math.inf
@@ -78,8 +78,8 @@ def table2(problem, radius: float, samples: int, seed: int) -> list[dict]:
             est = dp.mechanisms.tuple_delta_monte_carlo(p0, p1, eps, k, samples=samples, rng=seed)
             return est.estimate <= delta
 
-        rows.append({"delta": delta, "theorem3_epsilon": _bisect(theorem, 0.0, 50.0),
-                     "empirical_epsilon": _bisect(measured, 0.0, 10.0, steps=20), "k": k,
+        rows.append({"delta": delta, "theorem3_epsilon": least_true(theorem, 0.0, 50.0),
+                     "empirical_epsilon": least_true(measured, 0.0, 10.0, steps=20), "k": k,
                      "base_epsilon": 10.0, "radius_km": radius, "beta": beta, "samples": samples})
     return rows
 

@@ -60,7 +60,8 @@ def json_schema() -> dict[str, Any]:
                "properties": {k: {"type": "object"} if k in ("objective",) else {} for k in
                               sorted(s._PROBLEM_KEYS)}}
     domain = {"type": "object", "additionalProperties": False, "required": ["labels"],
-              "properties": {"labels": {"type": "array", "items": {"type": "string"}}, "coords": {}}}
+              "properties": {"labels": {"type": "array", "items": {"type": "string"}}, "coords": {},
+                             "units": {"type": "string"}}}
     nullable = {"anyOf": [*array["anyOf"], {"type": "null"}]}
     problem["properties"].update(inputs=domain, outputs=domain, loss=array, prior=array,
                                  support=nullable, input_metric=nullable,

@@ -81,6 +81,7 @@ class DomainCfg(StrictModel):
     grid: GridCfg | None = None
     labels: list[str] | None = Field(default=None, max_length=MAX_LABELS)
     coords: list[list[Number]] | None = None
+    units: str = Field(default="", max_length=32, description="the coordinates' unit, for axis labels")
 
 
 class LossCfg(StrictModel):
@@ -276,7 +277,7 @@ def _domain(field: str, cfg: DomainCfg) -> Domain:
             raise ConfigError(f"{field}.grid.cell: {g.rows} × {g.cols} cells of {g.cell:g} span more "
                               f"than the {MAX_SPAN:g} allowed (squared distances would overflow "
                               "float64)")
-        return Domain.grid(g.rows, g.cols, g.cell)
+        return Domain.grid(g.rows, g.cols, g.cell, cfg.units)
     labels = cfg.labels or []
     if not labels:
         raise ConfigError(f"{field}.labels: is empty; a domain needs at least one label")
@@ -292,7 +293,7 @@ def _domain(field: str, cfg: DomainCfg) -> Domain:
             raise ConfigError(f"{field}.coords: every row needs the same number (>= 1) of numbers")
         coords = np.asarray(cfg.coords, dtype=np.float64)
         _check_span(f"{field}.coords", coords)
-    return Domain(tuple(labels), coords)
+    return Domain(tuple(labels), coords, cfg.units)
 
 
 def _loss(cfg: LossCfg, xs: Domain, ys: Domain) -> np.ndarray:

@@ -55,11 +55,11 @@ def _lattice(coords: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | 
     return (xs, ys, index) if np.all(index >= 0) else None
 
 
-def _plane(ax, coords: np.ndarray, values: np.ndarray, cmap: str, vmax: float):
+def _plane(ax, coords: np.ndarray, values: np.ndarray, cmap: str, vmax: float, units: str = ""):
     """``values[n]`` at 2-D ``coords[n]``: cells on a lattice, dots otherwise."""
     ax.set_aspect("equal")
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
+    ax.set_xlabel(f"x ({units})" if units else "x")
+    ax.set_ylabel(f"y ({units})" if units else "y")
     grid = _lattice(coords)
     if grid is not None:
         xs, ys, index = grid
@@ -98,17 +98,17 @@ def _panels(sub, title: str, n: int) -> list:
     return list(axes[:n])
 
 
-def _plane_row(sub, title: str, coords: np.ndarray, panels: list, cmap: str, label: str,
+def _plane_row(sub, title: str, dom, panels: list, cmap: str, label: str,
                shared: bool = True) -> list:
-    """One titled row of up to ``MAX_PANELS`` maps ``(name, values[n])``; one colour scale for
-    the row (``shared``), or one per panel."""
+    """One titled row of up to ``MAX_PANELS`` maps ``(name, values[n])`` over the domain
+    ``dom``'s coordinates; one colour scale for the row (``shared``), or one per panel."""
     if len(panels) > MAX_PANELS:
         title += f" ({len(panels) - MAX_PANELS} more not shown)"
     panels = panels[:MAX_PANELS]
     axes = _panels(sub, title, len(panels))
     vmax = max(float(v.max()) for _, v in panels) or 1.0
     for ax, (name, values) in zip(axes, panels, strict=True):
-        im = _plane(ax, coords, values, cmap, vmax if shared else float(values.max()) or 1.0)
+        im = _plane(ax, dom.coords, values, cmap, vmax if shared else float(values.max()) or 1.0, dom.units)
         ax.set_title(name, fontsize=10)
         if not shared:
             sub.colorbar(im, ax=ax, shrink=0.8, pad=0.02)
@@ -138,15 +138,15 @@ def _plane_figure(problem: Problem, table: np.ndarray, loss_per_input: np.ndarra
 
     if problem.items:
         names = [_name(problem, it.name, it.profile) for it in problem.items]
-        _plane_row(subs.pop(0), "(a) protected item distributions λ_i[x] over the true inputs", xin,
-                   [(n, it.dist) for n, it in zip(names, problem.items, strict=True)],
+        _plane_row(subs.pop(0), "(a) protected item distributions λ_i[x] over the true inputs",
+                   problem.inputs, [(n, it.dist) for n, it in zip(names, problem.items, strict=True)],
                    PROB_CMAP, "probability")
         _plane_row(subs.pop(0), "(b) what an observer of the reports sees: "
-                   "P_i[y] = Σ_x λ_i[x] A[s_i, x, y] over the outputs", xout,
+                   "P_i[y] = Σ_x λ_i[x] A[s_i, x, y] over the outputs", problem.outputs,
                    list(zip(names, _observed(problem, table), strict=True)), PROB_CMAP, "probability")
     else:
         prior = problem.prior / np.maximum(problem.prior.sum(axis=1, keepdims=True), 1e-300)
-        _plane_row(subs.pop(0), "(a) prior of each profile (no items to protect)", xin,
+        _plane_row(subs.pop(0), "(a) prior of each profile (no items to protect)", problem.inputs,
                    list(zip(problem.profiles, prior, strict=True)), PROB_CMAP, "probability")
 
     if cells is None:
@@ -162,7 +162,7 @@ def _plane_figure(problem: Problem, table: np.ndarray, loss_per_input: np.ndarra
     letter = "c" if problem.items else "b"
     title = (f"({letter}) where a true input x (★) is reported (arrow: to the mean report): "
              "probability A[s, x, y] of each output y (own colour scale per panel)")
-    axes = _plane_row(subs.pop(0), title, xout, panels, PROB_CMAP, "probability of the report",
+    axes = _plane_row(subs.pop(0), title, problem.outputs, panels, PROB_CMAP, "probability of the report",
                       shared=False)
     for ax, (s, x) in zip(axes, shown, strict=True):
         mean = table[s, x] @ xout  # the average report: an arrow from x to it
@@ -177,7 +177,7 @@ def _plane_figure(problem: Problem, table: np.ndarray, loss_per_input: np.ndarra
         mean = float(problem.prior[s] @ loss_per_input[s] / max(problem.prior[s].sum(), 1e-300))
         panels.append((f"profile {name}: mean {mean:.3g}", loss_per_input[s]))
     _plane_row(subs.pop(0), f"({letter}) expected loss of each true input, "
-               "ℓ[s, x] = Σ_y A[s, x, y] L[x, y]", xin, panels, LOSS_CMAP, "expected loss")
+               "ℓ[s, x] = Σ_y A[s, x, y] L[x, y]", problem.inputs, panels, LOSS_CMAP, "expected loss")
     return fig
 
 

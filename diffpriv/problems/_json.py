@@ -62,7 +62,10 @@ def _domain_from_dict(d: Any, where: str) -> Domain:
     d = _mapping(d, where)
     labels = tuple(_list(_get(d, "labels", where), f"{where}.labels"))
     try:
-        return Domain(labels, _get(d, "coords", where, None))
+        units = _get(d, "units", where, "")
+        if not isinstance(units, str):
+            raise SpecError(f"{where}.units: expected a string, got {type(units).__name__}")
+        return Domain(labels, _get(d, "coords", where, None), units)
     except SpecError as e:  # Domain does not know its role: name it
         raise SpecError(str(e).replace("domain.", f"{where}.", 1)) from None
 
@@ -96,9 +99,13 @@ def problem_to_dict(p: Problem, *, arrays: bool = False) -> dict[str, Any]:
         a = np.ascontiguousarray(a)  # as a reader rebuilds it: memory layout changes float sums
         return a if arrays else array_to_list(a)
 
+    def domain(dom) -> dict[str, Any]:  # units only when given: older readers accept the rest
+        units = {"units": dom.units} if dom.units else {}
+        return {"labels": list(dom.labels), "coords": array(dom.coords), **units}
+
     return {
-        "inputs": {"labels": list(p.inputs.labels), "coords": array(p.inputs.coords)},
-        "outputs": {"labels": list(p.outputs.labels), "coords": array(p.outputs.coords)},
+        "inputs": domain(p.inputs),
+        "outputs": domain(p.outputs),
         "loss": array(p.loss),
         "prior": array(p.prior),
         "profiles": list(p.profiles),

@@ -47,10 +47,12 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Domain:
-    """A finite domain: unique labels and, optionally, coordinates ``[n, d]`` for each point."""
+    """A finite domain: unique labels and, optionally, coordinates ``[n, d]`` for each point and
+    the coordinates' unit (``"km"``; display only: axis labels)."""
 
     labels: tuple[str, ...]
     coords: np.ndarray | None = None
+    units: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "labels", _check_labels("domain.labels", self.labels))
@@ -65,6 +67,8 @@ class Domain:
             if not np.all(np.isfinite(c)):
                 raise SpecError("domain.coords: has a NaN or infinite entry")
             object.__setattr__(self, "coords", c)
+        if not isinstance(self.units, str) or len(self.units) > 32 or not self.units.isprintable():
+            raise SpecError(f"domain.units: expected a short printable string, got {self.units!r}")
 
     @property
     def size(self) -> int:
@@ -79,14 +83,14 @@ class Domain:
             raise SpecError(f"{field}: unknown label {label!r}") from None
 
     @staticmethod
-    def grid(rows: int, cols: int, cell: float = 1.0) -> Domain:
-        """A ``rows × cols`` grid of square cells; coordinates are the cell centres."""
+    def grid(rows: int, cols: int, cell: float = 1.0, units: str = "") -> Domain:
+        """A ``rows × cols`` grid of square cells; coordinates are the cell centres, in ``units``."""
         if rows < 1 or cols < 1:
             raise SpecError(f"domain.grid: needs rows, cols >= 1, got {rows}x{cols}")
         r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
         coords = np.stack([(c.ravel() + 0.5) * cell, (r.ravel() + 0.5) * cell], axis=1)
         labels = tuple(f"r{i}c{j}" for i, j in zip(r.ravel(), c.ravel(), strict=True))
-        return Domain(labels, coords)
+        return Domain(labels, coords, units)
 
     def distances(self, other: Domain) -> np.ndarray:
         """Euclidean distances ``[n_self, n_other]`` between coordinates (see :func:`euclidean`:
