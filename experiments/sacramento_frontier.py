@@ -6,7 +6,7 @@ with no pseudo-count (sparse laws), pure ε-DistP between the expensive and the 
 (and (ε, δ = 0.001)-DistP), prior = all sales, Euclidean loss in km. ``dp.sweep`` solves and
 certifies diffpriv's optimum at each ε and calibrates each baseline to the same certified budget
 (its least noisy setting the certifier passes): randomized response, planar Laplace, planar
-Gaussian. Beside them:
+Gaussian, and seed 003's restricted Laplace (r = 1.5 cells). Beside them:
 
 - the same two frontiers on a density-adaptive partition (seed 003's footnote 4: ``n`` columns
   of equal sales by longitude, each cut into ``n`` cells of equal sales by latitude);
@@ -34,6 +34,7 @@ bound, or the coupling mechanism beats the optimum that knows the group.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import pathlib
 import sys
@@ -49,6 +50,8 @@ from sacramento import adaptive_problem, binning, load_sales, sparse_problem  # 
 from tupling_tables import least_true  # noqa: E402
 
 BASELINES = ("krr", "planar_laplace", "planar_gaussian")
+ALL_BASELINES = (*BASELINES, "restricted_laplace")
+RADIUS_CELLS = 1.5  # the restricted Laplace mechanism's radius r (seed 003), in grid cells
 PAIR = {"pairs": ((0, 1),), "name": "expensive-vs-cheap"}
 TUPLING_K = (5, 10)
 BASE_EPSILONS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.8)  # the restricted Laplace base's ε_A, per km
@@ -71,6 +74,7 @@ def main() -> int:
     kl = [float(e) for e in np.geomspace(0.005, 1.0, count)]
     pure, approx = dp.DistP(epsilon=1.0, **PAIR), dp.DistP(epsilon=1.0, delta=0.001, **PAIR)
     profiles = profile_problem(n)
+    # (problem builder of a constraint, its budgets, the sweep's baselines)
     runs = {
         "pure": (sparse_problem(n, pure), eps, BASELINES),
         "approx": (sparse_problem(n, approx), eps, BASELINES),
@@ -85,16 +89,18 @@ def main() -> int:
                      on_point=lambda i, r, name=name: print(f"{name} {i}: {r['budget']:.4g} "
                                                             f"{r['certified_loss']:.5g}", flush=True))
         frontiers[name] = f
-        for r in f.rows:
+        restricted = restricted_laplace(problem, budgets) if baselines else [math.nan] * len(budgets)
+        for r, rl in zip(f.rows, restricted, strict=True):
+            r["restricted_laplace_loss"] = rl
             rows.append({"frontier": name, **{k: r.get(k, math.nan) for k in
                                               ("budget", "certified_loss", "lower_bound", "status", "ok")},
-                         **{f"{b}_loss": r.get(f"{b}_loss", math.nan) for b in BASELINES}})
+                         **{f"{b}_loss": r.get(f"{b}_loss", math.nan) for b in ALL_BASELINES}})
     write_csv(out / "frontiers.csv", rows)
     mechs = tupling_points(runs["approx"][0], samples, args.seed) + coupling_points(profiles, args.seed)
     write_csv(out / "mechanisms.csv", mechs)
     _plot(frontiers, mechs, [out / "frontiers.pdf", out / "frontiers.png"], n)
     bad = [r for r in rows if r["ok"] is not True]
-    bad += [r for r in rows for b in BASELINES if r[f"{b}_loss"] < r["lower_bound"] * (1 - SLACK)]
+    bad += [r for r in rows for b in ALL_BASELINES if r[f"{b}_loss"] < r["lower_bound"] * (1 - SLACK)]
     # The coupling mechanism with the true laws is feasible at every ε, so no optimum that knows
     # the group may cost more (seed 000: it is the optimum at ε = 0).
     exact = next(m for m in mechs if m["mechanism"] == "coupling" and m["parameter"] == "lambda")
@@ -102,7 +108,8 @@ def main() -> int:
     for name in ("pure", "approx", "pure-adaptive", "approx-adaptive"):
         ratios = []
         for r in frontiers[name].rows:
-            best = min((r[f"{b}_loss"] for b in BASELINES if math.isfinite(r[f"{b}_loss"])), default=math.nan)
+            best = min((r[f"{b}_loss"] for b in ALL_BASELINES if math.isfinite(r[f"{b}_loss"])),
+                       default=math.nan)
             if best > 0:  # a coarse test grid may let a baseline reach 0 too
                 ratios.append(1 - r["certified_loss"] / best)
         low, high = 100 * min(ratios, default=math.nan), 100 * max(ratios, default=math.nan)
@@ -115,6 +122,24 @@ def main() -> int:
     if bad:
         print(f"{len(bad)} rows fail: {bad[:3]}")
     return 1 if bad else 0
+
+
+def restricted_laplace(problem: dp.Problem, budgets) -> list[float]:
+    """The certified loss of the restricted Laplace mechanism RL(ε_A, r) (seed 003's base, r =
+    :data:`RADIUS_CELLS` of the grid's cells), ε_A calibrated to each budget; NaN where no ε_A
+    meets it (its support stays within r, so a budget may be out of reach)."""
+    area = np.ptp(problem.inputs.coords, axis=0).prod() / problem.shape[1]  # a cell's area, any partition
+    radius = RADIUS_CELLS * math.sqrt(area) * (1 + 1e-9)
+    losses = []
+    for b in budgets:
+        c = dataclasses.replace(problem.constraints[0], epsilon=b)
+        try:
+            at = dataclasses.replace(problem, constraints=(c,))
+            ev = dp.calibrate(at, "restricted_laplace", radius=radius)
+            losses.append(float(ev.loss))
+        except ValueError:
+            losses.append(math.nan)
+    return losses
 
 
 def profile_problem(n: int) -> dp.Problem:
@@ -187,8 +212,9 @@ def _plot(frontiers, mechs, paths, n: int) -> None:
         x = [r["budget"] for r in f.rows]
         ax.plot(x, [r["certified_loss"] for r in f.rows], "o-", lw=2, label="diffpriv: certified optimum")
         ax.plot(x, [r["lower_bound"] for r in f.rows], "x--", alpha=0.6, label="certified lower bound")
-        for k, b in enumerate(f.baselines):
-            ax.plot(x, [r[f"{b}_loss"] for r in f.rows], "s:", ms=4, color=f"C{k + 1}", label=b)
+        for k, b in enumerate((*f.baselines, "restricted_laplace") if f.baselines else ()):
+            label = f"restricted_laplace (r = {RADIUS_CELLS:g} cells)" if b == "restricted_laplace" else b
+            ax.plot(x, [r[f"{b}_loss"] for r in f.rows], "s:", ms=4, color=f"C{k + 1}", label=label)
         if name == "approx":
             for k, tk in enumerate(TUPLING_K):
                 pts = [(m["epsilon"], m["loss_km"]) for m in mechs  # in the order of ε_A
