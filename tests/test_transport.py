@@ -320,6 +320,24 @@ def test_module_imports_neither_pot_nor_jax():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_certifying_a_transport_constraint_runs_no_jax():
+    """The certifier solves transport problems with POT's numpy backend: POT is imported, JAX
+    (and POT's other backends) are not."""
+    code = """
+import sys
+import numpy as np
+import diffpriv.certification as c
+import diffpriv.problems as p
+X = p.Domain(("a", "b", "c"), np.arange(3.0)[:, None])
+prob = p.Problem(X, X, 1 - np.eye(3), np.ones(3) / 3, constraints=(p.WassersteinDP(epsilon=2.0, order=1.0),))
+cert = c.certify(prob, np.full((1, 3, 3), 0.2) + 0.4 * np.eye(3)[None], repair=False)
+assert "ot" in sys.modules and cert.ok, cert
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("jax", "jaxlib", "torch", "tensorflow", "cupy"))
+assert not loaded, loaded[:5]
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_w1_1000_by_1000(capsys):
     """A 1000×1000 W1 between random laws on random points of the unit square: timed, and
     bracketed by the two checks to 1e-10."""

@@ -32,6 +32,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from diffpriv.certification._pot import pot
+
 __all__ = ["MASS_TOLERANCE", "Transport", "TransportError", "check_coupling", "check_dual", "check_hall",
            "check_metric", "power_sum_upper", "root_upper", "scaled_power", "w_infinity", "wasserstein",
            "wasserstein_1d"]
@@ -132,9 +134,7 @@ def _emd(a: np.ndarray, b: np.ndarray, cost: np.ndarray):
     e = int(np.frexp(cost.max())[1]) if cost.size and cost.max() > 0 else 0
     with warnings.catch_warnings():  # POT warns on non-optimal codes: decided below
         warnings.simplefilter("ignore", UserWarning)
-        import ot  # on first use: POT imports JAX and the other backends it finds
-
-        plan, log = ot.emd(a, b, np.ascontiguousarray(np.ldexp(cost, -e)), log=True,
+        plan, log = pot().emd(a, b, np.ascontiguousarray(np.ldexp(cost, -e)), log=True,
                            numItermax=100_000 + 20 * cost.size)
     if int(log["result_code"]) != 1:  # POT's code for an optimal plan
         raise TransportError(f"ot.emd stopped without an optimal plan (code {log['result_code']}): "

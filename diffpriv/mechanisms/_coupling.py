@@ -40,6 +40,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse
 
+from diffpriv.certification._pot import pot
 from diffpriv.mechanisms._registry import ParameterError, mechanism
 
 __all__ = [
@@ -102,9 +103,7 @@ def _emd(a: np.ndarray, b: np.ndarray, cost: np.ndarray, allowed: np.ndarray | N
         m = scipy.sparse.coo_array((cost[r, c], (r, c)), shape=(nx, ny))
     with warnings.catch_warnings():  # POT warns on non-optimal codes: decided below
         warnings.simplefilter("ignore", UserWarning)
-        import ot  # on first use: POT imports JAX and the other backends it finds
-
-        plan, log = ot.emd(a, b, m, log=True, numItermax=100_000 + 20 * nx * ny)
+        plan, log = pot().emd(a, b, m, log=True, numItermax=100_000 + 20 * nx * ny)
     code = int(log["result_code"])
     if code == _INFEASIBLE and allowed is not None:
         return None
