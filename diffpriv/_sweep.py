@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from diffpriv._files import write_csv
 from diffpriv.certification._summary import json_number
 from diffpriv.io._export import jsonable, write_json
-from diffpriv.io._files import write_csv
 from diffpriv.problems._json import problem_hash
 from diffpriv.problems._problem import Problem
 

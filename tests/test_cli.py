@@ -353,7 +353,7 @@ def test_missing_option_is_one_line(runner, tmp_path):
 
 
 def test_atomic_open_leaves_the_target_or_nothing(tmp_path, monkeypatch):
-    from diffpriv.io._files import atomic_open, atomic_write
+    from diffpriv._files import atomic_open, atomic_write
 
     path = atomic_write(tmp_path / "new" / "f.txt", "first")  # creates the folder
     with pytest.raises(RuntimeError), atomic_open(path) as f:
@@ -368,7 +368,7 @@ def test_atomic_open_leaves_the_target_or_nothing(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("mask", [0o022, 0o027, 0o077])
 def test_atomic_write_gives_the_permissions_of_a_new_file(tmp_path, mask):
-    from diffpriv.io._files import atomic_write
+    from diffpriv._files import atomic_write
 
     old = os.umask(mask)
     try:
@@ -379,7 +379,7 @@ def test_atomic_write_gives_the_permissions_of_a_new_file(tmp_path, mask):
 
 
 def test_umask_is_read_with_and_without_proc(monkeypatch):
-    from diffpriv.io import _files as _io
+    from diffpriv import _files as _io
 
     def no_proc(*args, **kwargs):
         raise OSError("no /proc")

@@ -13,6 +13,7 @@ from _configs import grid_toml
 from typer.testing import CliRunner
 
 import diffpriv as dp
+from diffpriv._files import FileFormatError
 from diffpriv.certification import Certificate, _arrays, _exact, _verify, certify, verify
 from diffpriv.certification._schema import (
     CertificateFormatError,
@@ -23,7 +24,6 @@ from diffpriv.certification._schema import (
 )
 from diffpriv.certification._summary import ConstraintLevel
 from diffpriv.cli import app
-from diffpriv.io._files import FileFormatError
 from diffpriv.problems import SizeError
 from diffpriv.problems import _json as problem_json
 

@@ -19,7 +19,7 @@ Example:
   True
 """
 
-from diffpriv.certification._certificate import FORMAT, Certificate, certify, versions
+from diffpriv.certification._certificate import Certificate, certify, versions
 from diffpriv.certification._cost import Cost, admit_check, certify_cost
 from diffpriv.certification._divergences import DIVERGENCES, Divergence, divergence, renyi
 from diffpriv.certification._exact import exact_holds, exp_lower
@@ -46,6 +46,7 @@ from diffpriv.certification._safety import (
     sanitize_table,
     table_problems,
 )
+from diffpriv.certification._schema import FORMAT
 from diffpriv.certification._summary import ConstraintLevel, constraint_levels
 from diffpriv.certification._transport import (
     Transport,

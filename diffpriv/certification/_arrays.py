@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from diffpriv.io._files import FileFormatError, atomic_open, open_regular
+from diffpriv._files import FileFormatError, atomic_open, open_regular
 from diffpriv.problems._json import (
     DIGEST_LIMIT,
     array_digest,
@@ -133,7 +133,7 @@ def as_read(d: dict[str, Any]) -> dict[str, Any]:
 
 def write_arrays(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
     """Writes ``arrays`` as an uncompressed npz (no pickles), atomically
-    (:func:`diffpriv.io._files.atomic_open`)."""
+    (:func:`diffpriv._files.atomic_open`)."""
     with atomic_open(path, "wb") as f:
         np.savez(f, allow_pickle=False, **arrays)
     return Path(path)

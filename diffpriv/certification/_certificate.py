@@ -25,13 +25,14 @@ from typing import Any
 
 import numpy as np
 
+from diffpriv._files import atomic_write
 from diffpriv.certification._arrays import arrays_path, as_read, externalize, remove_stale, write_arrays
 from diffpriv.certification._quantize import quantize as quantize_table
 from diffpriv.certification._repair import Repair
 from diffpriv.certification._repair import repair as repair_table
 from diffpriv.certification._safety import sanitize_table
+from diffpriv.certification._schema import FORMAT, read_certificate
 from diffpriv.certification._summary import ConstraintLevel, constraint_levels, json_number
-from diffpriv.io._files import atomic_write
 from diffpriv.problems._json import (
     array_to_list,
     map_arrays,
@@ -42,9 +43,7 @@ from diffpriv.problems._json import (
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import admit
 
-__all__ = ["FORMAT", "Certificate", "certify", "versions"]
-
-FORMAT = "diffpriv-certificate/1"
+__all__ = ["Certificate", "certify", "versions"]
 
 
 VERSIONED = ("diffpriv", "scipy", "POT", "highspy", "jax", "jaxlib", "optax")
@@ -192,7 +191,7 @@ class Certificate:
         :meth:`to_json` and a stale arrays file of that name is removed. Each file gets the
         permissions of any newly created file, ``0o666 & ~umask``; missing parent folders are
         created. On any error the target is left as it was and the temporary file is removed
-        (:func:`diffpriv.io._files.atomic_open`).
+        (:func:`diffpriv._files.atomic_open`).
         """
         text, arrays = externalize(self.to_dict(arrays=True))
         text = json.dumps(text, allow_nan=False)  # serialise first: a failure here touches no file
@@ -213,8 +212,6 @@ class Certificate:
           CertificateFormatError: it is not a JSON object, or a reference to the arrays file is
             malformed.
         """
-        from diffpriv.certification._schema import read_certificate  # it imports this module
-
         return cls.from_dict(read_certificate(path))
 
 

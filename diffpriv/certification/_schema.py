@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from diffpriv._files import FileFormatError, file_size, human_bytes, parse_json, read_text
 from diffpriv.certification import _arrays
 from diffpriv.certification._arrays import (
     MAX_ARRAYS_BYTES,
@@ -32,15 +33,16 @@ from diffpriv.certification._arrays import (
     map_certificate,
     read_arrays,
 )
-from diffpriv.certification._certificate import FORMAT
-from diffpriv.io._files import FileFormatError, file_size, human_bytes, parse_json, read_text
 from diffpriv.problems._json import problem_from_dict
 from diffpriv.problems._problem import Problem, SpecError
 from diffpriv.problems._size import SizeError, memory_limit
 
-__all__ = ["JSON_MEMORY_PER_BYTE", "MAX_ARRAYS_BYTES", "MAX_CERTIFICATE_BYTES",
+__all__ = ["FORMAT", "JSON_MEMORY_PER_BYTE", "MAX_ARRAYS_BYTES", "MAX_CERTIFICATE_BYTES",
            "CertificateFormatError", "CheckedCertificate", "admit_certificate", "certificate_bytes",
            "check_certificate", "read_certificate"]
+
+FORMAT = "diffpriv-certificate/1"
+"""The certificate format this version writes and reads (the ``format`` key)."""
 
 MAX_CERTIFICATE_BYTES = 4 * 2**30
 """Largest certificate JSON file read, in bytes: the JSON text of about 1.7·10⁸ numbers (a

@@ -20,6 +20,7 @@ import numpy as np
 import typer
 from rich.console import Console
 
+from diffpriv._files import FileFormatError, read_bytes
 from diffpriv.certification._schema import (
     CertificateFormatError,
     CheckedCertificate,
@@ -28,7 +29,6 @@ from diffpriv.certification._schema import (
 )
 from diffpriv.config._config import MAX_CONFIG_BYTES, ConfigError, OptimizerOptions, load_config
 from diffpriv.io._export import jsonable
-from diffpriv.io._files import FileFormatError, read_bytes
 from diffpriv.problems._problem import Problem, SpecError
 from diffpriv.problems._size import SizeError
 

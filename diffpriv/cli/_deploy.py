@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
+from diffpriv._files import atomic_open
 from diffpriv.cli._common import _check_out_file, _fail, _read_certificate, _user_errors
-from diffpriv.io._files import atomic_open
 
 MAX_DRAWS = 10**9
 """Most reports one ``sample`` command draws (written a million at a time)."""

@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, ValidationError, create_model, model_validator
 
+from diffpriv._files import FileFormatError, read_text
 from diffpriv.config._distributions import ConfigError, DistributionCfg, Number, StrictModel, distribution
-from diffpriv.io._files import FileFormatError, read_text
 from diffpriv.problems._divergence_families import DivergenceDistP, DivergenceDP, ExtendedDistP
 from diffpriv.problems._neighbours import count_pairs_within, pairs_within
 from diffpriv.problems._problem import DistP, Domain, ExtendedDP, Item, LocalDP, Problem, SpecError

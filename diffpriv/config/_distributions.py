@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy.spatial import cKDTree
 
-from diffpriv.io._files import FileFormatError, read_bytes
+from diffpriv._files import FileFormatError, read_bytes
 from diffpriv.problems._problem import Domain, check_distribution
 
 __all__ = ["MAX_POINTS_FILE_BYTES", "MAX_POINTS_LINE", "ConfigError", "DistributionCfg",

@@ -1,6 +1,6 @@
 """Writing a mechanism table for deployment (csv, npz, json), and JSON summaries.
 
-Every file is written atomically (:func:`diffpriv.io._files.atomic_open`), so a reader never sees a
+Every file is written atomically (:func:`diffpriv._files.atomic_open`), so a reader never sees a
 half-written file. numpy only.
 """
 
@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from diffpriv._files import atomic_open, atomic_write
 from diffpriv.certification._summary import json_number
-from diffpriv.io._files import atomic_open, atomic_write
 from diffpriv.problems._problem import Problem
 
 __all__ = ["FORMATS", "jsonable", "write_json", "write_table"]

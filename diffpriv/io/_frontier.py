@@ -12,7 +12,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from diffpriv.io._files import atomic_open
+from diffpriv._files import atomic_open
 
 __all__ = ["FORMATS", "plot_frontier"]
 

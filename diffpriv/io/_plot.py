@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from diffpriv.io._files import atomic_open
+from diffpriv._files import atomic_open
 from diffpriv.problems._problem import Problem
 
 __all__ = ["FORMATS", "describe", "plot_certificate"]

@@ -354,7 +354,7 @@ def read_estimate(path, n_profiles: int, n_in: int) -> np.ndarray:
     wrong."""
     import io
 
-    from diffpriv.io._files import FileFormatError, read_bytes
+    from diffpriv._files import FileFormatError, read_bytes
 
     where = f"mechanism 'coupling': estimate {str(path)!r}"
     try:
