@@ -366,12 +366,11 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
         for base in baselines:
             row[f"{base}_loss"], row[f"{base}_param"] = _baseline(p, base)
         row["seconds"] = time.perf_counter() - start
+        rows[i] = row
         if out is not None and lead:
             row["certificate"] = f"certificates/budget-{i:03d}.json"
             cert.save(out / row["certificate"])
-            rows[i] = row
             write_csv(out / "frontier.csv", [rows[k] for k in sorted(rows)])
-        rows[i] = row
         if on_point is not None:
             on_point(i, row)
     ordered = tuple(rows[i] for i in range(len(budgets)))

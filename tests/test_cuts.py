@@ -240,3 +240,61 @@ def test_auto_runs_column_generation_on_larger_distp_only():
     assert route(with_ldp, "auto")[0] != "cuts"  # pair blocks: the whole LP's rows
     with pytest.raises(ValueError, match="'cuts' needs"):
         route(with_ldp, "cuts")
+
+
+def _grid_distp(n: int, *, delta: float = 0.0, profiles: bool = False) -> dp.Problem:
+    """Two Gaussian-mixture items on an ``n × n`` grid (the benchmark's shape), pure or
+    approximate DistP; with ``profiles``, one profile per item."""
+    dom = dp.Domain.grid(n, n, 1.0)
+    c = dom.coords / n
+
+    def bumps(centres):
+        d = sum(np.exp(-np.sum((c - m) ** 2, axis=1) / 0.02) for m in centres)
+        return d / d.sum()
+
+    a, b = bumps([(0.15, 0.15), (0.85, 0.2)]), bumps([(0.5, 0.5), (0.7, 0.8)])
+    if profiles:
+        return dp.Problem(dom, dom, dom.distances(dom), np.stack([a, b]) / 2, profiles=("a", "b"),
+                          items=(dp.Item("a", a, 0), dp.Item("b", b, 1)),
+                          constraints=(dp.DistP(((0, 1),), 0.5, delta),))
+    return dp.Problem(dom, dom, dom.distances(dom), (a + b) / 2, items=(dp.Item("a", a), dp.Item("b", b)),
+                      constraints=(dp.DistP(((0, 1),), 0.5, delta),))
+
+
+def test_coarsen_sums_the_laws_and_averages_the_loss():
+    from diffpriv.solvers._coarse import COARSE_FROM, coarsen
+
+    p = _grid_distp(20, profiles=True)
+    coarse, cin, cout = coarsen(p)
+    assert coarse.shape == (2, 100, 100) and np.array_equal(cin, cout)
+    assert np.array_equal(np.bincount(cin), np.full(100, 4))  # 2 × 2 cells
+    for it, ic in zip(p.items, coarse.items, strict=True):
+        np.testing.assert_allclose(ic.dist, np.bincount(cin, weights=it.dist), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(coarse.prior, [np.bincount(cin, weights=w) for w in p.prior], atol=1e-15)
+    X, Y = 37, 58
+    np.testing.assert_allclose(coarse.loss[X, Y], p.loss[np.ix_(cin == X, cout == Y)].mean(), rtol=1e-12)
+    np.testing.assert_allclose(coarse.inputs.coords[X], p.inputs.coords[cin == X].mean(axis=0))
+    # Where it does not apply: too few points, pair comparisons, no coordinates.
+    assert coarsen(_grid_distp(int(np.sqrt(COARSE_FROM)) - 1)) is None
+    assert coarsen(dataclasses.replace(p, constraints=(*p.constraints, dp.LocalDP(3.0)))) is None
+    bare = dp.Domain(p.inputs.labels)
+    assert coarsen(dataclasses.replace(p, inputs=bare, outputs=bare)) is None
+
+
+@pytest.mark.parametrize("delta", [0.0, 0.02])
+def test_a_coarse_start_leaves_the_result_and_saves_rounds(monkeypatch, delta):
+    """Column generation from the coarse solve's support: converged, its bound below the whole
+    LP's optimum and its certified table within gap_tol of it, as from the plain start, in no
+    more LP rounds."""
+    from diffpriv.solvers import _coarse
+
+    p = _grid_distp(20, delta=delta)
+    ref = dp.solvers.lp(p).value
+    runs = {}
+    for coarse in (True, False):
+        monkeypatch.setattr(_coarse, "COARSE_FROM", 400 if coarse else 10**9)
+        d = dp.design(p, method="cuts", gap_tol=1e-3)
+        assert d.result.status == "converged" and d.certificate.ok
+        assert d.result.lower_bound <= ref + 1e-9 and d.certificate.loss <= ref * (1 + 1e-3)
+        runs[coarse] = d.result.steps
+    assert runs[True] <= runs[False], runs

@@ -44,6 +44,7 @@ import numpy as np
 import scipy.sparse
 
 from diffpriv.problems._problem import Problem
+from diffpriv.solvers._coarse import coarse_start
 from diffpriv.solvers._cut_lp import CutsSolveError, HighsModel, new_columns, start_support
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 
@@ -448,7 +449,8 @@ class CutsRun:
         self.full = _build(problem, blocks)
         self.model = _Model(problem, self.full, self.terms)
         self.mask = problem.support_mask()
-        self.model.add_entries(np.flatnonzero(start_support(problem)[self.mask]))
+        start, coarse = start_support(problem), coarse_start(problem, opt, type(self))
+        self.model.add_entries(np.flatnonzero((start if coarse is None else start | coarse)[self.mask]))
         self.bound, self.best, self.rounds, self.rnd = smallest_objective(problem), None, 0, None
         self.total = min(opt.steps, MAX_ROUNDS)
         self.column_of = np.full(self.mask.size, -1)
