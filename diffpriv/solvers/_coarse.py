@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse
 
 from diffpriv.problems._blocks import MixtureBlock
-from diffpriv.problems._problem import Domain, Item, Problem
+from diffpriv.problems._problem import Domain, Item, Problem, SpecError
 from diffpriv.solvers._cut_lp import CutsSolveError
 from diffpriv.solvers._driver import drive
 
@@ -100,7 +100,10 @@ def coarse_start(problem: Problem, opt, run) -> np.ndarray | None:
     """The ``[S, X, Y]`` fine entries whose coarse cells' entry carries mass in the solution of
     :func:`coarsen`'s problem by ``run`` (column generation's run class, at ``opt``'s settings,
     ``gap_tol`` at least 10⁻²); None where it does not apply or the coarse solve fails."""
-    made = coarsen(problem)
+    try:
+        made = coarsen(problem)
+    except SpecError:  # a coarse problem the checks refuse (a law rounding below 0, say): no start
+        return None
     if made is None:
         return None
     coarse, cin, cout = made

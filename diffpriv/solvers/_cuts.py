@@ -423,13 +423,15 @@ def _bound(problem, full, terms: Terms, cuts: _Cuts, rnd: _Round):
         on = terms.family == i
         p[on], q[on] = _conjugate_q(fam, p[on], rnd.lam[on, None])
     mask = problem.support_mask()
-    shift = (terms.wp.T @ p + terms.wq.T @ q).reshape(mask.shape)[mask]
     reduced, constant = _reduced_costs(full, rnd.ineq, None)
-    shifted = reduced.copy()
-    shifted[: shift.size] += shift
-    bound = scaled_bound(full, shifted - full.c, constant - float(rnd.lam @ terms.true_budget))
+    n_table = int(mask.sum())
     entries = np.full(mask.shape, np.inf)
-    entries[mask] = reduced[: shift.size] + price.reshape(mask.shape)[mask]
+    entries[mask] = reduced[:n_table] + price.reshape(mask.shape)[mask]
+    del price
+    # In place, one table-sized array at a time (a 64×64 grid's table has 1.7·10⁷ entries).
+    reduced[:n_table] += (terms.wp.T @ p + terms.wq.T @ q).reshape(mask.shape)[mask]
+    reduced -= full.c
+    bound = scaled_bound(full, reduced, constant - float(rnd.lam @ terms.true_budget))
     return bound, entries.reshape(n_prof * n_in, n_out)
 
 
@@ -453,7 +455,7 @@ class CutsRun:
         self.model.add_entries(np.flatnonzero((start if coarse is None else start | coarse)[self.mask]))
         self.bound, self.best, self.rounds, self.rnd = smallest_objective(problem), None, 0, None
         self.total = min(opt.steps, MAX_ROUNDS)
-        self.column_of = np.full(self.mask.size, -1)
+        self.column_of = np.full(self.mask.size, -1, np.int32 if self.mask.size < 2**31 else np.int64)
         self.column_of[np.flatnonzero(self.mask)] = np.arange(self.model.n_table)
 
     def chunk(self) -> Chunk:
