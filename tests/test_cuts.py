@@ -274,8 +274,10 @@ def test_coarsen_sums_the_laws_and_averages_the_loss():
     X, Y = 37, 58
     np.testing.assert_allclose(coarse.loss[X, Y], p.loss[np.ix_(cin == X, cout == Y)].mean(), rtol=1e-12)
     np.testing.assert_allclose(coarse.inputs.coords[X], p.inputs.coords[cin == X].mean(axis=0))
-    # Where it does not apply: too few points, pair comparisons, no coordinates.
+    # Where it does not apply: too few points, pair comparisons, f-divergences, no coordinates.
     assert coarsen(_grid_distp(int(np.sqrt(COARSE_FROM)) - 1)) is None
+    kl = dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.1)
+    assert coarsen(dataclasses.replace(p, constraints=(kl,))) is None
     assert coarsen(dataclasses.replace(p, constraints=(*p.constraints, dp.LocalDP(3.0)))) is None
     bare = dp.Domain(p.inputs.labels)
     assert coarsen(dataclasses.replace(p, inputs=bare, outputs=bare)) is None
