@@ -42,6 +42,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock
+from diffpriv.problems._size import CHUNK  # defined with the sizes it sets
 
 __all__ = ["CHUNK", "Laws", "chunks", "output_laws", "identical_rows", "underflow_risk", "offsets",
            "TINY", "law_error"]
@@ -50,12 +51,6 @@ TINY = 2.0**-1000
 """Dense law entries below this (≈ 9.3e-302) may carry absolute underflow error comparable to
 their size; above it the absolute error ``n_in · 2^-1075`` is below ``2^-65`` relative."""
 
-CHUNK = 2**13
-"""Most law entries (comparisons × outputs) built at once per side, 64 KiB of float64: every
-pass over the comparisons goes through them in runs of ``max(1, CHUNK // n_out)``. Small on
-purpose: temporaries under malloc's 128 KiB mapping threshold are reused from the heap, while
-larger ones are mapped and unmapped again and again, and a pass then spends about as long in
-page faults as in arithmetic (twice as long in all for a 10⁴ × 10⁴ table at ``2^18`` entries)."""
 
 
 def law_error(n_in: int, n_out: int) -> float:

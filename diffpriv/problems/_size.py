@@ -18,7 +18,7 @@ pairs, ``Km`` of mixtures) and ``U = 2K·Y`` multiplier entries:
   evaluation's temporaries) and 4 copies of their dense weights ``[Kw, S·X]``;
 * ``certifier``: 4 table-sized arrays (the cleaned table, the repair's best and current
   candidates, a temporary), 16 chunks of comparisons' laws and their temporaries (a chunk is
-  at most ``K·Y`` and :data:`diffpriv.certification._laws.CHUNK` law entries), the mixtures'
+  at most ``K·Y`` and :data:`CHUNK` law entries), the mixtures'
   laws, lifted all at once (``3·Km·Y``), and the certificate's JSON text and Python lists
   (about 70 bytes per table entry, for a table small enough to be stored inline; a larger one
   goes to the certificate's arrays file), 192 bytes a comparison (its levels, budgets and
@@ -38,8 +38,17 @@ import os
 import resource
 
 from diffpriv.problems._checks import SpecError
+from diffpriv.problems._json import DIGEST_LIMIT
 
 __all__ = ["SizeError", "memory_limit", "estimate", "admit", "solver_plan", "human_bytes"]
+
+CHUNK = 2**13
+"""The certifier's pass (:mod:`diffpriv.certification._laws`): most law entries (comparisons ×
+outputs) built at once per side, 64 KiB of float64: every pass over the comparisons goes through
+them in runs of ``max(1, CHUNK // n_out)``. Small on purpose: temporaries under malloc's 128 KiB
+mapping threshold are reused from the heap, while larger ones are mapped and unmapped again and
+again, and a pass then spends about as long in page faults as in arithmetic (twice as long in all
+for a 10⁴ × 10⁴ table at ``2^18`` entries)."""
 
 STAGES = ("optimizer", "certifier", "lp")
 
@@ -104,12 +113,10 @@ def estimate(problem, stage: str, *, lean: bool = False, exact: bool = False) ->
         kw = sum(sum(c.counts(problem)) for c in problem.constraints if c.kind in TRANSPORT_KINDS)
         return 8 * (15 * t + 12 * u + 6 * 2 * km * ns * nx + 12 * kw * ny * ny + 4 * kw * ns * nx) + 24 * kp
     if stage == "certifier":
-        # the certifier's chunk, and the largest table stored inline, each defined once
-        from diffpriv.certification._arrays import INLINE_LIMIT
-        from diffpriv.certification._laws import CHUNK
-
+        # the certifier's chunk, and the largest array a certificate stores inline (its
+        # arrays file takes those above DIGEST_LIMIT: certification._arrays.INLINE_LIMIT)
         chunk = min(k, max(1, CHUNK // ny)) * ny
-        text = 70 * t if t <= INLINE_LIMIT else 0
+        text = 70 * t if t <= DIGEST_LIMIT else 0
         rationals = 200 * t if exact else 0
         weights = 6 * km * nx + 2 * len(getattr(problem, "items", ())) * nx  # blocks' and items'
         return 8 * (4 * t + 16 * chunk + 3 * km * ny + weights) + text + PER_COMPARISON * k + rationals
