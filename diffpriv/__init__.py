@@ -64,7 +64,7 @@ from diffpriv.solvers import ReferenceResult, ReferenceSolveError
 _LAZY = {
     "Design": "diffpriv._design",
     "design": "diffpriv._design",
-    "Mechanism": "diffpriv.mechanisms._mechanism",
+    "Mechanism": "diffpriv.solvers._mechanism",
     "Optimizer": "diffpriv.solvers._optimizer",
     "OptimizeResult": "diffpriv.solvers._optimizer",
     "optimize": "diffpriv.solvers._optimizer",

@@ -37,7 +37,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from diffpriv.mechanisms._mechanism import Mechanism
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, solver_plan
 from diffpriv.solvers import (
@@ -50,6 +49,7 @@ from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, drive
 from diffpriv.solvers._dual import DualRun
 from diffpriv.solvers._linear import linear_data, operator, sparse_matrix, the_table, tighten
 from diffpriv.solvers._lp import Basis, ReferenceSolveError
+from diffpriv.solvers._mechanism import Mechanism
 from diffpriv.solvers._methods import TRIES, auto_cuts, first_order, route, solver_class
 from diffpriv.solvers._nonlinear import batch_nonlinear
 from diffpriv.solvers._options import Options
