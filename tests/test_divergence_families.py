@@ -12,8 +12,8 @@ import scipy.special
 from _transport_lp import transport_lp
 
 import diffpriv as dp
-from diffpriv.certification import _transport
 from diffpriv.config import ConfigError
+from diffpriv.measures import _transport
 from diffpriv.problems import SpecError, problem_from_dict, problem_hash, problem_to_dict
 
 N_IN, N_OUT = 5, 4

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from diffpriv.certification._divergences import divergence as np_divergence
-from diffpriv.certification._transport import wasserstein, wasserstein_1d
+from diffpriv.measures._transport import wasserstein, wasserstein_1d
 from diffpriv.solvers import _divergence_levels as dl
 
 NAMES = [("kl", None), ("reverse_kl", None), ("tv", None), ("chi2", None), ("hellinger", None),

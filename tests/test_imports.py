@@ -62,6 +62,24 @@ def test_no_import_circle_among_the_modules():
     assert found is None, "import circle: " + " -> ".join(found)
 
 
+def test_the_packages_form_a_stack():
+    """No circle between the packages either (each module counted as its top-level package or
+    module under diffpriv): measures and the file helpers at the bottom, then problems, the
+    certifier, solvers, mechanisms, the CLI at the top."""
+    graph = import_graph(PACKAGE)
+
+    def top(m):
+        return ".".join(m.split(".")[:2])
+
+    packages: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        packages.setdefault(top(m), set()).update(top(d) for d in deps if top(d) != top(m))
+    found = circle(packages)
+    assert found is None, "package circle: " + " -> ".join(found)
+    assert packages["diffpriv.measures"] <= {"diffpriv._files"} and not packages["diffpriv._files"]
+    assert "diffpriv.certification" not in packages["diffpriv.problems"]
+
+
 def test_the_walk_finds_a_circle_hidden_in_a_function(tmp_path):
     """The check can fail: two modules importing each other, one of them inside a function."""
     pkg = tmp_path / "diffpriv"

@@ -1,4 +1,4 @@
-"""Exact transport (diffpriv.certification._transport): W_p, W∞, the 1-D formula, and the checks
+"""Exact transport (diffpriv.measures._transport): W_p, W∞, the 1-D formula, and the checks
 of its witnesses against independent references (HiGHS LPs, brute force over thresholds)."""
 
 import itertools
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from diffpriv.certification import _transport as tr
+from diffpriv.measures import _transport as tr
 
 HIGHS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
@@ -315,7 +315,7 @@ def test_solver_that_stops_early_raises(monkeypatch):
 
 
 def test_module_imports_neither_pot_nor_jax():
-    code = ("import sys, diffpriv.certification._transport; "
+    code = ("import sys, diffpriv.measures._transport; "
             "assert not {'ot', 'jax'} & set(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import diffpriv as dp
-from diffpriv.certification import _transport as tr
 from diffpriv.certification._exact_transport import exact_coupling, wasserstein_holds
 from diffpriv.certification._levels import wasserstein_level
+from diffpriv.measures import _transport as tr
 from diffpriv.problems._divergence_families import transport_lower_bound
 
 ORDERS = (1, 2, 3, 7, 100, 1000)

@@ -48,7 +48,8 @@ from diffpriv.certification._safety import (
 )
 from diffpriv.certification._schema import FORMAT
 from diffpriv.certification._summary import ConstraintLevel, constraint_levels
-from diffpriv.certification._transport import (
+from diffpriv.certification._verify import UNCHECKED, VerifyReport, verify
+from diffpriv.measures._transport import (
     Transport,
     TransportError,
     check_coupling,
@@ -59,7 +60,6 @@ from diffpriv.certification._transport import (
     wasserstein,
     wasserstein_1d,
 )
-from diffpriv.certification._verify import UNCHECKED, VerifyReport, verify
 
 __all__ = [
     "DEFAULT_BITS",

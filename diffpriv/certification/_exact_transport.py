@@ -151,7 +151,7 @@ def wasserstein_holds(P: list[Fraction], Q: list[Fraction], ground: np.ndarray, 
                       epsilon: float) -> bool:
     """``W_μ(P, Q) ≤ ε`` is proven for the exact laws ``P``, ``Q`` (lists of Fractions, each
     summing to 1) under the float64 ``ground [n_out, n_out]`` (module docstring)."""
-    from diffpriv.certification._transport import TransportError, wasserstein
+    from diffpriv.measures._transport import TransportError, wasserstein
 
     if P == Q:
         return True

@@ -158,7 +158,7 @@ def wasserstein_level(P: np.ndarray, Q: np.ndarray, ground: np.ndarray, order: f
     mode (:mod:`._exact_transport`) has no law error. A solver failure gives ``+∞`` (the claim
     fails), never an exception.
     """
-    from diffpriv.certification._transport import TransportError, check_coupling, wasserstein
+    from diffpriv.measures._transport import TransportError, check_coupling, wasserstein
 
     P, Q = np.atleast_2d(P), np.atleast_2d(Q)
     defect = 2.0 * law_error + 4.0 * 2.0**-53

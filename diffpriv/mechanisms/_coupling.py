@@ -40,7 +40,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse
 
-from diffpriv.certification._pot import pot
+from diffpriv.measures._pot import pot
 from diffpriv.mechanisms._registry import ParameterError, mechanism
 
 __all__ = [

@@ -24,8 +24,8 @@ computes every level exactly in float64 with outward rounding
 
 ``W`` is computed once per problem, when its blocks are built, as a **certified lower bound** (the
 budget ``ε·W`` must not be overestimated): for ``W1`` the dual potentials of POT's exact network
-simplex, checked by :func:`~diffpriv.certification._transport.check_dual`; for ``W∞`` a Hall set,
-checked in exact rationals by :func:`~diffpriv.certification._transport.check_hall`. numpy only
+simplex, checked by :func:`~diffpriv.measures._transport.check_dual`; for ``W∞`` a Hall set,
+checked in exact rationals by :func:`~diffpriv.measures._transport.check_hall`. numpy only
 (POT is imported on first use, by the transport module).
 """
 
@@ -224,7 +224,7 @@ def transport_lower_bound(problem, a: np.ndarray, b: np.ndarray, transport: str)
     Euclidean distances of the input coordinates rounded down. A solver that fails gives 0, a
     true lower bound (the budget ``ε·W`` is then 0).
     """
-    from diffpriv.certification import _transport as ot  # lazy: POT loads on first use
+    from diffpriv.measures import _transport as ot  # lazy: POT loads on first use
     from diffpriv.problems._problem import euclidean_bound  # lazy: _problem imports the families
 
     if problem.input_metric is not None:
@@ -272,7 +272,7 @@ class ExtendedDistP(_Divergence):
             pairs=check_pairs(f"{field}.pairs", self.pairs, len(problem.items), "item"),
             **self._checked_divergence(field))
         if problem.input_metric is not None:
-            from diffpriv.certification._transport import check_metric
+            from diffpriv.measures._transport import check_metric
 
             try:
                 check_metric(problem.input_metric, "input_metric")

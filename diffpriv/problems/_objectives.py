@@ -184,7 +184,7 @@ class TransportLoss(Objective):
         return rows, rows.sum(axis=1), np.full(len(problem.items), 1.0 / len(problem.items))
 
     def value(self, problem, table: np.ndarray) -> float:
-        from diffpriv.certification._transport import wasserstein
+        from diffpriv.measures._transport import wasserstein
 
         table = np.asarray(table, dtype=np.float64)
         rows, inputs, shares = self.transport_laws(problem)

@@ -9,7 +9,7 @@
 metric on the outputs: ``metric`` if given (an ``[n_out, n_out]`` matrix, checked to be a metric),
 else the Euclidean distance between the output coordinates. The certifier computes every level
 with POT's exact network simplex and certifies it from the optimal coupling
-(:func:`~diffpriv.certification._transport.check_coupling`, an outward-rounded upper bound).
+(:func:`~diffpriv.measures._transport.check_coupling`, an outward-rounded upper bound).
 numpy only.
 """
 
@@ -65,7 +65,7 @@ class _Transport:
                 raise SpecError(f"{field}: Wasserstein DP needs output coordinates or a metric")
             metric = None
         else:
-            from diffpriv.certification._transport import check_metric  # numpy only
+            from diffpriv.measures._transport import check_metric  # numpy only
 
             metric = np.asarray(self.metric, dtype=np.float64)
             n = problem.outputs.size

@@ -9,7 +9,7 @@ linear programs solved by HiGHS, a bound on the whole problem from their multipl
 
 a supremum of linear functions of the table. Every dual-feasible pair ``(f, g)`` therefore
 gives a row ``⟨f, wP·A⟩ + ⟨g, wQ·A⟩ ≤ ε^μ`` that every feasible table meets, and the optimal pair
-at a table's laws (the exact solver's, :func:`diffpriv.certification._transport.wasserstein`,
+at a table's laws (the exact solver's, :func:`diffpriv.measures._transport.wasserstein`,
 made feasible on every cell by c-transforms) is tight there: Kelley's cutting planes, with the
 exact transport problem as the separation oracle. No coupling is ever a variable, so a 32×32
 grid's 1,984 four-neighbour pairs need no ``Y²`` lift per pair (~190 GB for the lifted PDHG).
@@ -381,7 +381,7 @@ class TransportCutsRun:
         """``([T], [T])``: every term's exact transport cost ``W_μ^μ`` at ``table`` and its
         optimal potentials ``(f, g)``, feasible for ``d^μ`` on every cell (zeros where the
         solver's scale gave none)."""
-        from diffpriv.certification._transport import wasserstein
+        from diffpriv.measures._transport import wasserstein
 
         terms = self.terms
         rows = table.reshape(-1, table.shape[-1])

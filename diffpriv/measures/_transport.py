@@ -32,7 +32,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from diffpriv.certification._pot import pot
+from diffpriv.measures._pot import pot
 
 __all__ = ["MASS_TOLERANCE", "Transport", "TransportError", "check_coupling", "check_dual", "check_hall",
            "check_metric", "power_sum_upper", "root_upper", "scaled_power", "w_infinity", "wasserstein",

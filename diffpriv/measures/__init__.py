@@ -1,0 +1,7 @@
+"""Distances between laws, in numpy: exact optimal transport (POT's network simplex with its
+numpy backend only), checked and bounded outward (:mod:`._transport`).
+
+The layer below :mod:`diffpriv.problems` and :mod:`diffpriv.certification`: the problems check
+their ground metrics and measure their items with it, the certifier certifies Wasserstein levels
+with it. It imports nothing else of diffpriv, and no JAX.
+"""
