@@ -27,7 +27,7 @@ run: $(RUN_STAMP)
 	$(VENV)/bin/diffpriv plot $(OUT)/certificate.json --out $(OUT)/plot.png
 
 test: $(STAMP)
-	$(PY) -m pytest -q -m "not slow and not gpu"
+	$(PY) -m pytest -q -m "not slow"
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m "slow"
