@@ -213,8 +213,12 @@ def _plot(frontiers, mechs, paths, n: int) -> None:
         ax.plot(x, [r["certified_loss"] for r in f.rows], "o-", lw=2, label="diffpriv: certified optimum")
         ax.plot(x, [r["lower_bound"] for r in f.rows], "x--", alpha=0.6, label="certified lower bound")
         for k, b in enumerate((*f.baselines, "restricted_laplace") if f.baselines else ()):
+            y = [r[f"{b}_loss"] for r in f.rows]
+            if b == "restricted_laplace" and not any(math.isfinite(v) for v in y):
+                ax.plot([], [], " ", label=f"restricted_laplace (r = {RADIUS_CELLS:g} cells): no budget met")
+                continue
             label = f"restricted_laplace (r = {RADIUS_CELLS:g} cells)" if b == "restricted_laplace" else b
-            ax.plot(x, [r[f"{b}_loss"] for r in f.rows], "s:", ms=4, color=f"C{k + 1}", label=label)
+            ax.plot(x, y, "s:", ms=4, color=f"C{k + 1}", label=label)
         if name == "approx":
             for k, tk in enumerate(TUPLING_K):
                 pts = [(m["epsilon"], m["loss_km"]) for m in mechs  # in the order of ε_A
