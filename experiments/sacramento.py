@@ -65,10 +65,16 @@ def sparse_problem(n: int, constraint: dp.Constraint, objective="expected") -> d
     sales, Euclidean loss in km (the benchmarks' real-data problem)."""
     x, y, price = load_sales()
     cell, _, _, idx = binning(x, y, n)
+    return _groups_problem(dp.Domain.grid(n, n, cell), idx, price, constraint, objective)
+
+
+def _groups_problem(dom: dp.Domain, idx, price, constraint: dp.Constraint,
+                    objective="expected") -> dp.Problem:
+    """The expensive and the cheap homes' laws over ``dom``'s cells (``idx``: each sale's cell),
+    no pseudo-count, ``constraint`` between them, prior = all sales, Euclidean loss."""
     expensive = price > np.median(price)
-    a = np.bincount(idx[expensive], minlength=n * n).astype(float)
-    b = np.bincount(idx[~expensive], minlength=n * n).astype(float)
-    dom = dp.Domain.grid(n, n, cell)
+    a = np.bincount(idx[expensive], minlength=dom.size).astype(float)
+    b = np.bincount(idx[~expensive], minlength=dom.size).astype(float)
     return dp.Problem(dom, dom, dom.distances(dom), (a + b) / (a + b).sum(),
                       items=(dp.Item("expensive", a / a.sum()), dp.Item("cheap", b / b.sum())),
                       constraints=(constraint,), objective=objective)
@@ -95,13 +101,8 @@ def adaptive_problem(n: int, constraint: dp.Constraint) -> dp.Problem:
     the cells' mean locations in km."""
     x, y, price = load_sales()
     idx, coords = adaptive_partition(x, y, n)
-    expensive = price > np.median(price)
-    a = np.bincount(idx[expensive], minlength=n * n).astype(float)
-    b = np.bincount(idx[~expensive], minlength=n * n).astype(float)
     dom = dp.Domain(tuple(f"c{i // n}r{i % n}" for i in range(n * n)), coords)
-    return dp.Problem(dom, dom, dom.distances(dom), (a + b) / (a + b).sum(),
-                      items=(dp.Item("expensive", a / a.sum()), dp.Item("cheap", b / b.sum())),
-                      constraints=(constraint,))
+    return _groups_problem(dom, idx, price, constraint)
 
 
 def main() -> None:

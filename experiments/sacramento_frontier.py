@@ -186,7 +186,7 @@ def coupling_points(problem: dp.Problem, seed: int) -> list[dict]:
     idx = binning(x, y, n)[3]
     expensive = price > np.median(price)
     groups = [idx[expensive], idx[~expensive]]
-    share = np.array([g.size for g in groups], float) / idx.size
+    share = problem.prior.sum(axis=1)  # each group's share of the sales (profile_problem's prior)
     rng = np.random.default_rng(seed)
     rows = []
     for m in (50, 100, 200, 400, None):

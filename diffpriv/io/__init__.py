@@ -1,4 +1,5 @@
-"""Files: atomic writes, bounded reads, table export and plots."""
+"""Table export and plots; the file helpers :func:`atomic_write` and :func:`write_csv`
+(:mod:`diffpriv._files`) re-exported."""
 
 from diffpriv._files import atomic_write, write_csv
 

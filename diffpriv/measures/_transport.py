@@ -10,7 +10,7 @@ coupling*: ``D(P_i‖P_j) ≤ ε·W(λ_i, λ_j)``). WDP needs *upper* bounds of 
 extended DistP has ``W`` on the budget side and needs *lower* bounds (a dual pair or a Hall set).
 
 **Solvers find, numpy checks.** :func:`wasserstein`, :func:`w_infinity` (POT's network simplex
-``ot.emd``, imported on first use: POT imports every array backend it finds, JAX included) and
+``ot.emd``, imported on first use with its numpy backend only: :mod:`._pot`) and
 :func:`wasserstein_1d` return a :class:`Transport` with witnesses. The checks use numpy and exact
 rationals only: :func:`check_coupling` (plan → upper bound of ``W_p``, ``p ≤ ∞``),
 :func:`check_dual` (potentials → lower bound of ``W_p``), :func:`check_hall` (rows → lower bound

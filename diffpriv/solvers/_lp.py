@@ -220,12 +220,11 @@ def _mixture_rows(block: Block, var: np.ndarray, n_in: int, growth: np.ndarray, 
             r = np.flatnonzero(coef)
             cols = var[r].T  # [n_out, |r|]: output y's row, the rows r in order (columns increase)
             inside = cols >= 0
-            vals = np.broadcast_to(coef[r], cols.shape)
-            y = np.flatnonzero((inside & (vals > 0)).any(axis=1))  # the rows with a positive entry
+            y = np.flatnonzero(inside[:, coef[r] > 0].any(axis=1))  # the rows with a positive entry
             inside = inside[y]
             counts.append(inside.sum(axis=1))
             indices.append(cols[y][inside])
-            data.append(vals[y][inside])
+            data.append(np.broadcast_to(coef[r], inside.shape)[inside])
             kept.append(((offset + k) * 2 + d) * n_out + y)
     indptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))])
     index = np.int32 if max(indptr[-1], n_table) < 2**31 else np.int64
@@ -262,10 +261,9 @@ def _build(problem: Problem, blocks: tuple[Block, ...], mask: np.ndarray | None 
 
     m1, m2 = priv.shape[0], delta_rows.size
     z_cols = n_table + np.arange(n_z)
-    priv_coo = priv.tocoo()
-    rows = [priv_coo.row, with_z, m1 + z_group]
-    cols = [priv_coo.col, z_cols, z_cols]
-    vals = [priv_coo.data, -np.ones(n_z), np.ones(n_z)]
+    rows = [with_z, m1 + z_group]  # the privacy rows' own entries join below, where needed
+    cols = [z_cols, z_cols]
+    vals = [-np.ones(n_z), np.ones(n_z)]
     b_ub = [np.zeros(m1), delta[delta_rows // 2]]
 
     loss_rows = np.zeros(0, dtype=np.int64)
@@ -295,6 +293,8 @@ def _build(problem: Problem, blocks: tuple[Block, ...], mask: np.ndarray | None 
     if b_ub_all.size == m1 and n_vars == n_table:  # the privacy rows alone (no δ, no epigraph)
         a_ub = priv
     elif b_ub_all.size:
+        priv = priv.tocoo()
+        rows, cols, vals = [priv.row, *rows], [priv.col, *cols], [priv.data, *vals]
         a_ub = scipy.sparse.coo_array(
             (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
             shape=(b_ub_all.size, n_vars),
@@ -336,7 +336,7 @@ def _build(problem: Problem, blocks: tuple[Block, ...], mask: np.ndarray | None 
             shape=(b_eq_all.size, n_vars),
         ).tocsr()
     else:  # each table row's entries, in order: CSR directly
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(s * n_in + x, minlength=n_prof * n_in))])
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(eq_rows[0], minlength=n_prof * n_in))])
         a_eq = scipy.sparse.csr_array((np.ones(n_table), np.arange(n_table), indptr),
                                       shape=(b_eq_all.size, n_vars))
     return _LinearProgram(
