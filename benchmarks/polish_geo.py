@@ -19,6 +19,6 @@ p = grid_problem("geo", n)
 lp = dp.solvers.lp(p).value
 for polish in (False, True):
     r = dp.optimize(p, method="pdhg", gap_tol=1e-2, polish=polish)
-    c = dp.certify(p, r.table)
+    c = dp.certify(p, r.table, repair=True)
     print(f"polish={polish}: {r.steps} steps, certified {100 * (c.loss / lp - 1):.4f} % above the LP, "
           f"t = {c.repair_t:.2g}")

@@ -104,7 +104,8 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
         if result.presolve is not None:
             info["presolve"] = result.presolve
         start = time.perf_counter()
-        cert = certify(problem, result.table, seed=seed, meta={**(meta or {}), "optimizer": info},
+        cert = certify(problem, result.table, repair=True, seed=seed,
+                       meta={**(meta or {}), "optimizer": info},
                        quantize=quantize)
         seconds["certify"] += time.perf_counter() - start
         return cert

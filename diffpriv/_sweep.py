@@ -202,7 +202,8 @@ def _certify_batched(problem, solved, seed, quantize, meta, options):
     opt = Optimizer(**options)
     info = {"method": "pdhg", "batched": True, "seed": int(seed), "seconds": seconds,
             "lower_bound": json_number(bound), "options": jsonable(dataclasses.asdict(opt))}
-    cert = certify(problem, table, seed=seed, meta={**meta, "optimizer": info}, quantize=quantize)
+    cert = certify(problem, table, repair=True, seed=seed,
+                   meta={**meta, "optimizer": info}, quantize=quantize)
     gap = (cert.loss - bound) / (abs(bound) if bound != 0 else 1.0)
     return cert, bound, "converged" if gap <= opt.gap_tol else "step limit", "pdhg"
 

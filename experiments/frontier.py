@@ -50,7 +50,7 @@ def main() -> None:
     rows = []
     for s, table, bound in zip(scales, tables, bounds, strict=True):
         p = problem.scaled(s)
-        cert = dp.certify(p, table)
+        cert = dp.certify(p, table, repair=True)
         lp = reference(p).value
         rows.append({"scale": s, "epsilon": [c.epsilon for c in p.constraints][0], "certified": cert.loss,
                      "lower_bound": float(bound), "lp": lp, "repair_t": cert.repair_t,

@@ -163,7 +163,7 @@ def main() -> None:
         p = problem(eps, geo)
         res = dp.optimize(p, method="pdhg", steps=args.geo_steps if geo else args.steps, seed=args.seed)
         t0 = time.perf_counter()
-        cert = dp.certify(p, res.table, seed=args.seed)
+        cert = dp.certify(p, res.table, repair=True, seed=args.seed)
         cert_s = time.perf_counter() - t0
         lp = dp.solvers.lp(p)
         assert cert.ok, f"certificate fails at ε={eps}"

@@ -51,7 +51,7 @@ def cert(mixed_problem):
     X = mixed_problem.inputs
     A = np.exp(-2.0 * X.distances(X))
     A = np.broadcast_to(A / A.sum(axis=-1, keepdims=True), mixed_problem.shape)
-    return certify(mixed_problem, A, seed=3, meta={"optimizer": "test"})
+    return certify(mixed_problem, A, seed=3, meta={"optimizer": "test"}, repair=True)
 
 
 def test_certificate_round_trip_and_verify(cert, tmp_path):
@@ -141,10 +141,23 @@ def test_tiny_violation_is_never_certified_without_repair():
         assert any("exceed the budget" in f for f in report.failures)
     assert not exact_holds(problem, bad.table).any()
     assert any("not proven by exact arithmetic" in f for f in verify(bad, exact=True).failures)
-    good = certify(problem, table)
+    good = certify(problem, table, repair=True)
     assert good.ok and 0 < good.repair_t < 1e-7
     assert good.constraints[0].level <= eps - pure_margin(eps, 2, 2)
     assert verify(good, exact=True).ok
+
+
+def test_certify_reports_the_table_as_given_unless_asked_to_repair():
+    """``certify(problem, table)`` never changes the table: a violating one is reported with its own
+    level and ``ok = False``; ``repair=True`` certifies a mixed table instead."""
+    problem = ldp_problem(3, 1.0)
+    table = rr_table(3, 1.5)
+    cert = certify(problem, table)
+    assert not cert.ok and cert.repair_t == 0.0 and cert.repair_strategy == "none"
+    np.testing.assert_array_equal(cert.table, table)
+    assert cert.constraints[0].level == pytest.approx(1.5, rel=1e-12)
+    fixed = certify(problem, table, repair=True)
+    assert fixed.ok and fixed.repair_t > 0 and fixed.constraints[0].level <= 1.0
 
 
 def test_items_stored_unnormalised_are_certified_as_normalised():
@@ -166,7 +179,7 @@ def test_items_stored_unnormalised_are_certified_as_normalised():
     assert c.level - c.delta == pytest.approx(1.295e-13, rel=1e-2)  # the exact excess, to 1e-15
     for exact in (False, True):
         assert not verify(bare, exact=exact).ok
-    fixed = certify(problem, table)
+    fixed = certify(problem, table, repair=True)
     assert fixed.ok and fixed.repair_t > 0
     assert verify(fixed).ok and verify(fixed, exact=True).ok
 
@@ -180,7 +193,7 @@ def test_equal_items_of_one_profile_certify_at_zero_budget_without_repair():
                          items=(dp.Item("i", lam), dp.Item("j", lam.copy())),
                          constraints=(dp.DistP(((0, 1),), 0.0), dp.DistP(((1, 0),), 0.0, 0.01)))
     table = rr_table(3, 1.0)
-    cert = certify(problem, table)
+    cert = certify(problem, table, repair=True)
     assert cert.ok and cert.repair_t == 0.0
     assert [c.level for c in cert.constraints] == [0.0, 0.0]
     assert np.array_equal(cert.table, table)
@@ -202,12 +215,12 @@ def test_randomized_response_certifies(k, eps):
     certify mixes a tiny t (≈ margin, below 1e-7); RR at ε·(1 − 1e-6) certifies with t = 0."""
     problem = ldp_problem(k, eps)
     assert constraint_levels(problem, rr_table(k, eps))[0].level == pytest.approx(eps, abs=1e-12)
-    cert = certify(problem, rr_table(k, eps))
+    cert = certify(problem, rr_table(k, eps), repair=True)
     m = pure_margin(eps, k, k)
     assert cert.ok and 0 <= cert.repair_t < 1e-7
     assert eps - 3 * m <= cert.constraints[0].level <= eps - m
     assert verify(cert, exact=True).ok
-    loose = certify(problem, rr_table(k, eps * (1 - 1e-6)))
+    loose = certify(problem, rr_table(k, eps * (1 - 1e-6)), repair=True)
     assert loose.ok and loose.repair_t == 0.0 and loose.repair_nu is None
 
 
@@ -234,7 +247,7 @@ def test_unreadable_inputs_are_reported_not_raised(tmp_path):
 
 def test_meta_must_be_json():
     with pytest.raises(TypeError):
-        certify(ldp_problem(2, 1.0), rr_table(2, 0.5), meta={"f": object()})
+        certify(ldp_problem(2, 1.0), rr_table(2, 0.5), meta={"f": object()}, repair=True)
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o027, 0o077])

@@ -55,7 +55,7 @@ def test_mechanism_parameters_are_checked_by_rebuilding_the_table(tmp_path):
 def test_constraint_index_and_repair_strategy_are_checked():
     X = dp.Domain(("a", "b", "c"))
     problem = dp.Problem(X, X, 1 - np.eye(3), np.ones(3) / 3, constraints=(dp.LocalDP(epsilon=1.0),))
-    cert = dp.certify(problem, np.full((1, 3, 3), 1 / 3))
+    cert = dp.certify(problem, np.full((1, 3, 3), 1 / 3), repair=True)
     d = json.loads(json.dumps(cert.to_dict()))
     assert dp.verify(d).ok
     bad = json.loads(json.dumps(d))

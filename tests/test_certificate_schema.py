@@ -29,7 +29,7 @@ def certificates():
                          constraints=(dp.DistP(pairs=((0, 1),), epsilon=1.0), dp.LocalDP(epsilon=2.0),
                                       dp.WassersteinDP(epsilon=2.0, order=2.0)))
     table = np.full((1, 3, 3), 0.2) + 0.4 * np.eye(3)[None]
-    return [dp.certify(problem, table), dp.certify(problem, table, quantize=53)]
+    return [dp.certify(problem, table, repair=True), dp.certify(problem, table, quantize=53, repair=True)]
 
 
 @pytest.mark.parametrize("index", [0, 1])

@@ -27,7 +27,7 @@ def forged(tmp_path, problem, table):
     """A certificate of a small problem with ``problem`` and ``table`` put in its place, as a
     hostile user would write it (its other claims no longer match: never checked here)."""
     small = line_problem(3, 2, problem.constraints[0])
-    d = dp.certify(small, np.full((1, 3, 2), 0.5)).to_dict()
+    d = dp.certify(small, np.full((1, 3, 2), 0.5), repair=True).to_dict()
     d["problem"], d["problem_hash"] = problem_to_dict(problem), problem_hash(problem)
     d["table"] = table.tolist()
     path = tmp_path / "certificate.json"
@@ -53,7 +53,7 @@ def test_a_20000_input_wasserstein_dp_certificate_is_refused_before_any_level(tm
 
 def test_max_seconds_and_max_memory_refuse_and_a_larger_limit_runs(tmp_path):
     problem = line_problem(40, 4, dp.LocalDP(epsilon=50.0))
-    path = dp.certify(problem, np.full((1, 40, 4), 0.25)).save(tmp_path / "c.json")
+    path = dp.certify(problem, np.full((1, 40, 4), 0.25), repair=True).save(tmp_path / "c.json")
     runner = CliRunner()
     result = runner.invoke(app, ["certify", str(path), "--max-seconds", "1e-6"])
     assert result.exit_code == 2 and "certification would take ~" in result.stderr
@@ -131,7 +131,7 @@ def test_certify_with_its_config_holds_and_with_another_budget_names_the_field(t
 
 def test_verify_against_a_problem():
     problem = line_problem(4, 3, dp.LocalDP(epsilon=1.0))
-    cert = dp.certify(problem, np.full((1, 4, 3), 1 / 3))
+    cert = dp.certify(problem, np.full((1, 4, 3), 1 / 3), repair=True)
     assert dp.verify(cert, problem=problem).ok
     report = dp.verify(cert, problem=line_problem(4, 3, dp.LocalDP(epsilon=1.0, name="other")))
     assert report.failures == ["not the certificate of the given problem: problem.constraints[0].name: "

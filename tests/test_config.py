@@ -351,7 +351,7 @@ def test_domain_units_travel_from_config_to_certificate_and_axes(tmp_path):
 
     problem, _ = load_config(Path(__file__).parents[1] / "configs" / "quickstart.toml")
     assert problem.inputs.units == problem.outputs.units == "km"
-    cert = dp.certify(problem, np.full(problem.shape, 1.0 / problem.shape[2]))
+    cert = dp.certify(problem, np.full(problem.shape, 1.0 / problem.shape[2]), repair=True)
     path = cert.save(tmp_path / "c.json")
     assert dp.verify(path).ok  # the certifier re-reads it, units and all
     back = dp.problem_from_dict(dp.Certificate.load(path).problem)
@@ -360,7 +360,7 @@ def test_domain_units_travel_from_config_to_certificate_and_axes(tmp_path):
     _plane(ax, problem.inputs.coords, problem.prior[0], "viridis", 1.0, back.inputs.units)
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("x (km)", "y (km)")
     bare = dict(BASE, inputs={"labels": ["a", "b", "c"]})
-    plain = dp.certify(config_from_dict(bare)[0], np.full((1, 3, 3), 1 / 3))
+    plain = dp.certify(config_from_dict(bare)[0], np.full((1, 3, 3), 1 / 3), repair=True)
     assert "units" not in plain.to_dict()["problem"]["inputs"]
     with pytest.raises(ConfigError, match=r"inputs\.units"):
         config_from_dict(dict(BASE, inputs={"labels": ["a", "b", "c"], "units": 3}))

@@ -85,7 +85,7 @@ def _family(kind: str, name: str, alpha, eps: float):
 
 
 def _certified(problem, result, eps: float):
-    cert = dp.certify(problem, result.table)
+    cert = dp.certify(problem, result.table, repair=True)
     assert cert.ok
     assert cert.repair_t <= 1e-5  # measured: 0 or at most ~5e-8
     assert rel(cert.loss, result.value) <= 1e-5  # measured ≤ 3e-8
@@ -127,7 +127,7 @@ def test_profiles_and_a_support_mask_with_a_divergence_certify():
         dp.DivergenceDP(divergence="chi2", epsilon=0.5, pairs=((3, 4),), name="chi2")))
     result = solve_convex(problem)
     assert np.all(result.table[:, :3, 1] == 0)
-    cert = dp.certify(problem, result.table)
+    cert = dp.certify(problem, result.table, repair=True)
     assert cert.ok and cert.repair_t <= 1e-5 and rel(cert.loss, result.value) <= 1e-5
 
 

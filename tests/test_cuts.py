@@ -76,7 +76,7 @@ def test_cuts_converge_to_the_convex_optimum_with_a_valid_bound(case, objective)
     result = dp.optimize(problem, method="cuts", gap_tol=1e-5)
     assert (result.method, result.plan, result.status) == ("cuts", "cuts", "converged")
     assert result.lower_bound <= ref + 1e-7 * max(1.0, abs(ref))
-    cert = dp.certify(problem, result.table)
+    cert = dp.certify(problem, result.table, repair=True)
     assert cert.ok and cert.repair_t == 0
     assert cert.loss <= ref + 2e-5 * abs(ref) + 1e-9
 
@@ -89,7 +89,7 @@ def test_cuts_beside_linear_constraints_and_profiles():
     ref = dp.solvers.convex(problem).value
     result = dp.optimize(problem, method="cuts", gap_tol=1e-5)
     assert result.status == "converged" and result.lower_bound <= ref + 1e-9
-    assert dp.certify(problem, result.table).loss <= ref * (1 + 2e-5)
+    assert dp.certify(problem, result.table, repair=True).loss <= ref * (1 + 2e-5)
     config, _ = dp.load_config("configs/divergence.toml")  # KL and Hellinger on profile edges
     result = dp.optimize(config, method="cuts")
     ref = dp.solvers.convex(config).value
@@ -127,7 +127,7 @@ def test_an_infeasible_working_support_takes_every_column_and_a_step_limit_is_re
     problem = small(4, CASES["kl-distp"])
     result = dp.optimize(problem, method="cuts", steps=1)
     assert result.status == "step limit" and result.steps == 1
-    assert dp.certify(problem, result.table).ok
+    assert dp.certify(problem, result.table, repair=True).ok
 
 
 def test_applies_and_the_auto_choice():
@@ -156,7 +156,7 @@ def test_a_frontier_runs_cuts_budget_by_budget():
         p = dataclasses.replace(problem, constraints=tuple(
             dataclasses.replace(c, epsilon=c.epsilon * s) for c in problem.constraints))
         ref = dp.solvers.convex(p).value
-        cert = dp.certify(p, table)
+        cert = dp.certify(p, table, repair=True)
         assert cert.ok and bound <= ref * (1 + 1e-9) and cert.loss <= bound * (1 + 1e-4)
 
 

@@ -60,7 +60,7 @@ def test_quantize_rows_sum_to_two_to_the_bits_and_keep_the_support(bits):
 
 def test_quantized_certificates_verify_and_a_false_quantization_claim_fails():
     problem, table = distp_problem()
-    cert = dp.certify(problem, table, quantize=53)
+    cert = dp.certify(problem, table, quantize=53, repair=True)
     assert cert.ok and cert.quantization_bits == 53 and dp.verify(cert).ok
     assert dyadic_counts(cert.table, 53) is not None
     d = json.loads(json.dumps(cert.to_dict()))
@@ -93,7 +93,7 @@ def chi2_pvalues(sampler, draws):
 @pytest.mark.parametrize(("which", "bits"), [("krr", 53), ("krr", 10), ("distp", 53), ("distp", 12)])
 def test_a_million_draws_per_row_match_the_certified_table(which, bits):
     problem, table = krr_problem() if which == "krr" else distp_problem()
-    cert = dp.certify(problem, table, quantize=bits)
+    cert = dp.certify(problem, table, quantize=bits, repair=True)
     assert cert.ok
     pvalues = chi2_pvalues(Sampler(cert, randbytes=seeded(bits)), 10**6)
     assert pvalues.min() > 1e-4, pvalues
@@ -109,7 +109,7 @@ class OffByOne(Sampler):
 
 def test_a_planted_off_by_one_fails_the_chi_squared_test_and_the_audit_catches_it():
     problem, table = krr_problem()
-    cert = dp.certify(problem, table, quantize=53)
+    cert = dp.certify(problem, table, quantize=53, repair=True)
     broken = OffByOne(cert, randbytes=seeded(1))
     assert chi2_pvalues(broken, 10**6).min() < 1e-12
     report = audit(broken, samples=20_000, confidence=0.999)
@@ -122,19 +122,19 @@ def test_a_planted_off_by_one_fails_the_chi_squared_test_and_the_audit_catches_i
 def test_the_sampler_refuses_what_it_cannot_vouch_for(tmp_path):
     problem, table = krr_problem()
     with pytest.raises(SamplerError, match="not dyadic"):
-        Sampler(dp.certify(problem, table))
-    d = json.loads(json.dumps(dp.certify(problem, table, quantize=53).to_dict()))
+        Sampler(dp.certify(problem, table, repair=True))
+    d = json.loads(json.dumps(dp.certify(problem, table, quantize=53, repair=True).to_dict()))
     d["constraints"][0]["epsilon"] = 5.0  # a claim that does not match the problem
     with pytest.raises(SamplerError, match="does not verify: constraints"):
         Sampler(d)
-    sampler = Sampler(dp.certify(problem, table, quantize=53))
+    sampler = Sampler(dp.certify(problem, table, quantize=53, repair=True))
     with pytest.raises(SamplerError, match="--input: unknown input 'z'"):
         sampler.sample("z", 3)
 
 
 def test_cli_sample_and_audit(tmp_path):
     problem, table = krr_problem()
-    path = dp.certify(problem, table, quantize=53).save(tmp_path / "c.json")
+    path = dp.certify(problem, table, quantize=53, repair=True).save(tmp_path / "c.json")
     runner = CliRunner()
     result = runner.invoke(app, ["sample", str(path), "--input", "b", "-n", "2000"])
     assert result.exit_code == 0
@@ -161,7 +161,7 @@ def test_cli_sample_and_audit(tmp_path):
 
 def test_sparse_exports_hold_the_non_zero_entries_and_their_integer_counts(tmp_path):
     problem, table = distp_problem()
-    cert = dp.certify(problem, table, quantize=53)
+    cert = dp.certify(problem, table, quantize=53, repair=True)
     path = cert.save(tmp_path / "c.json")
     runner = CliRunner()
     for fmt in ("csv-sparse", "npz-sparse"):

@@ -117,7 +117,7 @@ def test_certify_repairs_to_the_budget_and_verify_rechecks_exactly():
                             dp.ExtendedDistP(pairs=((0, 2),), divergence="chi2", epsilon=0.1, name="x")))
     table = random_table(3, concentration=0.3)
     assert not dp.certify(problem, table, repair=False).ok
-    cert = dp.certify(problem, table)
+    cert = dp.certify(problem, table, repair=True)
     assert cert.ok and 0 < cert.repair_t < 1
     for c in cert.constraints:
         assert c.level <= c.epsilon and c.margin >= 0
@@ -145,7 +145,7 @@ def test_kl_is_a_relaxation_of_pure_distp():
     """KL ≤ D∞: a table certified ε-DistP is certified (ε, KL)-DistP on the same pairs."""
     pairs = ((0, 1), (1, 2))
     pure = base_problem((dp.DistP(pairs=pairs, epsilon=0.3),))
-    cert = dp.certify(pure, random_table(5))
+    cert = dp.certify(pure, random_table(5), repair=True)
     relaxed = base_problem((dp.DivergenceDistP(pairs=pairs, divergence="kl", epsilon=0.3),
                             dp.DivergenceDistP(pairs=pairs, divergence="max", epsilon=0.3, name="max")))
     again = dp.certify(relaxed, cert.table, repair=False)

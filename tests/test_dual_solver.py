@@ -101,7 +101,7 @@ def test_converges_to_the_convex_optimum(case):
     result = dp.optimize(problem, method="pdhg", gap_tol=1e-3)
     assert result.status == "converged" and result.plan == "dual"
     assert result.lower_bound <= ref * (1 + 1e-7)  # Clarabel's value is accurate to ~1e-8
-    cert = dp.certify(problem, result.table)
+    cert = dp.certify(problem, result.table, repair=True)
     assert cert.ok and cert.repair_t == 0.0
     assert cert.loss <= result.lower_bound * (1 + 1e-3) + 1e-12
     assert cert.loss <= ref * (1 + 1e-3) + 1e-12
@@ -134,6 +134,6 @@ def test_raising_the_multipliers_makes_the_table_hold():
     assert not np.all(repair_holds(problem, raw))
     fixed = _dual._repair_by_inflation(problem, data, families, False, tau, params)
     assert fixed is not None and np.all(repair_holds(problem, fixed))
-    assert dp.certify(problem, fixed).repair_t == 0.0
+    assert dp.certify(problem, fixed, repair=True).repair_t == 0.0
     assert problem.objective_value(fixed) <= problem.objective_value(raw) * 1.001
     assert problem.objective_value(fixed) < problem.objective_value(repair(problem, raw).table)

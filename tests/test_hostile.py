@@ -415,7 +415,7 @@ def test_certificate_too_large_to_check_is_exit_2_not_1(runner, tmp_path, monkey
     out = dp.Domain(("y",))
     problem = dp.Problem(dom, out, loss=np.zeros((n, 1)), prior=np.full(n, 1 / n),
                          constraints=(dp.LocalDP(epsilon=1.0),))
-    path = dp.certify(problem, np.ones((1, n, 1))).save(tmp_path / "c.json")
+    path = dp.certify(problem, np.ones((1, n, 1)), repair=True).save(tmp_path / "c.json")
     monkeypatch.setenv("DIFFPRIV_MEMORY_LIMIT", str(4 * 2**20))  # reads the 30 KB file, not more
     for command in ("certify", "export"):
         line = run_certificate(runner, tmp_path, path, command)

@@ -22,7 +22,7 @@ from diffpriv.solvers._lp import solve_lp
 def test_k_ary_randomized_response_is_reproduced(k, eps):
     problem = k_rr_problem(k, eps)
     result = dp.optimize(problem, method="pdhg", gap_tol=1e-9)  # to solver accuracy, not the default 1e-4
-    cert = certify(problem, result.table)
+    cert = certify(problem, result.table, repair=True)
     # Closed form (k-1)/(e^eps+k-1); certification may mix in ~1e-8 to prove the budget.
     assert cert.ok
     assert cert.loss == pytest.approx(k_rr_loss(k, eps), rel=1e-6)
@@ -37,7 +37,7 @@ def test_bernoulli_two_profile_flip_matches_lp_4(p_i, p_j, eps):
     problem = bernoulli_two_profile_problem(p_i, p_j, eps)
     alpha = bernoulli_flip_alpha(p_i, p_j, eps)
     result = dp.optimize(problem, method="pdhg", gap_tol=1e-7)  # the default 1e-4 allows more than rel=1e-6
-    cert = certify(problem, result.table)
+    cert = certify(problem, result.table, repair=True)
     assert cert.ok
     assert cert.loss == pytest.approx(alpha, rel=1e-6)
     assert result.lower_bound <= alpha + 1e-12
@@ -49,7 +49,7 @@ def test_certified_loss_close_to_lp_optimum(seed):
     problem = random_problem(seed)
     ref = solve_lp(problem)
     result = dp.optimize(problem, method="pdhg")
-    cert = certify(problem, result.table)
+    cert = certify(problem, result.table, repair=True)
     assert cert.ok and verify(cert.to_dict()).ok
     assert result.lower_bound <= ref.value * (1 + 1e-9) + 1e-12  # weak duality
     assert cert.loss <= ref.value * 1.002  # within 0.2 %
@@ -60,7 +60,7 @@ def test_approximate_distp_close_to_lp():
     problem = random_problem(0, delta=0.05)
     ref = solve_lp(problem)
     result = dp.optimize(problem, method="pdhg")
-    cert = certify(problem, result.table)
+    cert = certify(problem, result.table, repair=True)
     assert cert.ok
     assert ref.value * (1 - 1e-9) <= cert.loss <= ref.value * 1.002
     assert result.lower_bound <= ref.value * (1 + 1e-9)
@@ -76,7 +76,7 @@ def test_epigraph_objectives_close_to_lp(objective):
     problem = dataclasses.replace(random_problem(3, n_in=6, n_out=6, extra="ldp"), objective=objective)
     ref = solve_lp(problem)
     result = dp.optimize(problem, method="pdhg")
-    cert = certify(problem, result.table)
+    cert = certify(problem, result.table, repair=True)
     assert cert.ok
     assert result.lower_bound <= ref.value * (1 + 1e-9) + 1e-12
     assert ref.value * (1 - 1e-9) <= cert.loss <= ref.value * 1.002
@@ -157,7 +157,7 @@ def test_primal_weight_adapts_upwards_within_its_range():
     assert start < float(adapted.state.omega) <= 9 * start * (1 + 1e-12)
     ref = solve_lp(problem).value
     for r in (fixed, adapted):
-        assert certify(problem, r.table).loss == pytest.approx(ref, rel=1e-2)
+        assert certify(problem, r.table, repair=True).loss == pytest.approx(ref, rel=1e-2)
 
 
 def test_support_radius_table_certifies_without_mixing():
@@ -167,7 +167,7 @@ def test_support_radius_table_certifies_without_mixing():
     problem, d = _home_out_with_radius(3.0)
     ref = solve_lp(problem)
     result = dp.optimize(problem, method="pdhg")
-    cert = certify(problem, result.table)
+    cert = certify(problem, result.table, repair=True)
     assert cert.ok and cert.repair_t == 0.0
     assert np.all(cert.table[0][d > 3.0] == 0.0)
     assert ref.value * (1 - 1e-9) <= cert.loss <= ref.value * 1.002
@@ -211,7 +211,7 @@ def test_warm_start_from_a_mechanism():
     problem = random_problem(2)
     ref = solve_lp(problem)
     warm = dp.optimize(problem, method="pdhg", steps=5000, init=dp.Mechanism.from_table(ref.table))
-    assert certify(problem, warm.table).loss <= ref.value * 1.002
+    assert certify(problem, warm.table, repair=True).loss <= ref.value * 1.002
     np.testing.assert_allclose(np.asarray(warm.mechanism.table()), warm.table, atol=1e-12)
     with pytest.raises(ValueError, match="init: shape"):
         dp.optimize(problem, method="pdhg", init=np.ones((1, 2, 2)) / 2)

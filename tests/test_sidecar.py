@@ -65,7 +65,7 @@ def claims(d):
 @pytest.fixture
 def pair(problem, small_limit, tmp_path):
     """A certificate saved with its arrays file: ``(json path, certificate)``."""
-    cert = certify(problem, table_for(problem), seed=3)
+    cert = certify(problem, table_for(problem), seed=3, repair=True)
     return cert.save(tmp_path / "c.json"), cert
 
 
@@ -90,7 +90,7 @@ def test_round_trip_through_the_arrays_file_matches_pure_json(problem, pair, tmp
         assert sorted(npz.files) == sorted(refs)
         np.testing.assert_array_equal(npz["table"], cert.table)
 
-    plain = certify(problem, table_for(problem), seed=3)  # the same, as pure JSON
+    plain = certify(problem, table_for(problem), seed=3, repair=True)  # the same, as pure JSON
     monkeypatch.setattr(_arrays, "INLINE_LIMIT", 2**20)
     plain_path = plain.save(tmp_path / "plain" / "c.json")
     assert os.listdir(tmp_path / "plain") == ["c.json"]
@@ -185,7 +185,7 @@ def test_small_certificate_files_are_byte_identical_to_the_pure_json_format(tmp_
 
 
 def test_small_certify_output_is_pure_json(problem, tmp_path):
-    cert = certify(problem, table_for(problem))
+    cert = certify(problem, table_for(problem), repair=True)
     path = cert.save(tmp_path / "c.json")
     assert os.listdir(tmp_path) == ["c.json"]
     d = json.loads(path.read_text())
@@ -267,7 +267,7 @@ def test_a_changed_entry_with_its_digest_updated_fails_the_claims(pair):
 
 def test_another_certificates_arrays_file_is_detected(problem, pair, tmp_path):
     path, _ = pair
-    other = certify(problem, table_for(problem, scale=1.0)).save(tmp_path / "other" / "c.json")
+    other = certify(problem, table_for(problem, scale=1.0), repair=True).save(tmp_path / "other" / "c.json")
     os.replace(other.with_name("c.arrays.npz"), path.with_name("c.arrays.npz"))
     assert "table: its SHA-256 is not the reference's" in _cannot_check(path)
 

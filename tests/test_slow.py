@@ -19,7 +19,7 @@ def test_optimality_acceptance_on_sixteen_random_problems():
         problem = random_problem(seed, delta=0.02 if seed % 4 == 3 else 0.0)
         ref = dp.solvers.lp(problem)
         result = dp.optimize(problem, method="pdhg")
-        cert = certify(problem, result.table)
+        cert = certify(problem, result.table, repair=True)
         assert cert.ok and verify(cert.to_dict()).ok
         assert result.lower_bound <= ref.value * (1 + 1e-9) + 1e-12, seed
         gaps.append((cert.loss - ref.value) / ref.value)
@@ -32,7 +32,7 @@ def test_optimality_acceptance_on_sixteen_random_problems():
 def test_quickstart_certificate_holds_in_exact_arithmetic():
     problem, options = load_config("configs/quickstart.toml")
     result = dp.optimize(problem, method="pdhg", **options.kwargs())
-    cert = certify(problem, result.table)
+    cert = certify(problem, result.table, repair=True)
     report = verify(cert.to_dict(), exact=True)
     assert report.ok and report.exact, report.failures
     assert cert.loss == pytest.approx(dp.solvers.lp(problem).value, rel=1e-4)

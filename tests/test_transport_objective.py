@@ -408,7 +408,7 @@ def test_json_round_trip_keeps_the_laws(laws):
     assert len(hashes) == 3
     # A certificate carries the laws, and its verification computes the same objective.
     table = dp.solvers.lp(problem).table
-    cert = dp.certify(problem, table)
+    cert = dp.certify(problem, table, repair=True)
     assert cert.objective == d["objective"]
     assert cert.loss == pytest.approx(problem.objective_value(table), abs=1e-6)  # after repair
     assert dp.verify(json.loads(json.dumps(cert.to_dict()))).ok
@@ -439,7 +439,7 @@ def test_convex_reference_with_a_kl_budget():
         assert result.status == "optimal"
         assert result.value <= expected.value + 1e-7
         assert rel(problem.objective_value(result.table), result.value) <= 1e-6
-        cert = dp.certify(problem, result.table)
+        cert = dp.certify(problem, result.table, repair=True)
         assert cert.ok and cert.repair_t <= 1e-6
         assert rel(cert.loss, result.value) <= 1e-5
         values.append(result.value)

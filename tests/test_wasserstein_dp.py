@@ -60,7 +60,7 @@ def test_repair_verify_exact_and_a_table_just_over_the_budget():
                                                                                order=2.0))
     table = np.random.default_rng(0).dirichlet(np.ones(N), size=(1, N))
     assert not dp.certify(problem, table, repair=False).ok
-    cert = dp.certify(problem, table)
+    cert = dp.certify(problem, table, repair=True)
     assert cert.ok and 0 < cert.repair_t < 1
     d = json.loads(json.dumps(cert.to_dict()))
     assert dp.verify(d).ok and dp.verify(d, exact=True).ok
@@ -96,7 +96,7 @@ def test_convex_reference_matches_a_closed_form():
                              constraints=(dp.WassersteinDP(epsilon=eps),))
         ref = dp.solvers.convex(problem)
         assert ref.value == pytest.approx((1 - eps) / 2, abs=1e-7)
-        assert dp.certify(problem, ref.table).ok
+        assert dp.certify(problem, ref.table, repair=True).ok
 
 
 def test_convex_reference_tables_certify_and_budgets_order():
@@ -104,7 +104,7 @@ def test_convex_reference_tables_certify_and_budgets_order():
     for eps in (0.3, 0.6, 1.2):
         problem = line_problem(dp.WassersteinDP(epsilon=eps, order=2.0))
         ref = dp.solvers.convex(problem)
-        cert = dp.certify(problem, ref.table)
+        cert = dp.certify(problem, ref.table, repair=True)
         assert cert.ok and cert.repair_t <= 1e-6
         assert cert.loss == pytest.approx(ref.value, rel=1e-5, abs=1e-7)
         values.append(ref.value)

@@ -221,10 +221,12 @@ def certify(
     *,
     seed: int | None = None,
     meta: dict[str, Any] | None = None,
-    repair: bool = True,
+    repair: bool = False,
     quantize: int | None = None,
 ) -> Certificate:
-    """Certifies ``table`` for ``problem``, repairing it first if a budget is violated.
+    """Certifies ``table`` for ``problem`` as it is: the certificate reports the table's own
+    levels (``ok = False`` where a budget is violated); with ``repair=True`` a violating table is
+    first mixed into one that holds.
 
     Args:
       problem: the problem.
@@ -232,8 +234,9 @@ def certify(
         rounding are cleaned; mass outside the support is an error).
       seed: seed of the run that produced the table, recorded as is.
       meta: JSON-ready free information, recorded as is.
-      repair: mix with a data-independent ``ν`` when needed (:func:`repair`); without it a
-        violating table gets a certificate with ``ok = False``.
+      repair: mix with a data-independent ``ν`` when needed (:func:`repair`); the certificate
+        is then of the mixed table and records ``(t, ν)``. Off by default: a violating table
+        gets a certificate with ``ok = False``.
       quantize: ``k`` (1 … 53): certify the table rounded to integer counts over ``2^k`` per
         row (:func:`._quantize.quantize`), the table a sampler draws exactly. When rounding
         breaks a budget, the rounded table is repaired and rounded again (at most

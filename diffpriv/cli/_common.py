@@ -149,7 +149,7 @@ def _certify_and_save(problem: Problem, table: np.ndarray, out: Path, meta: dict
 
     start = time.perf_counter()
     try:
-        cert = certify(problem, table, seed=seed, meta=jsonable(meta), quantize=DEFAULT_BITS)
+        cert = certify(problem, table, repair=True, seed=seed, meta=jsonable(meta), quantize=DEFAULT_BITS)
     except (RepairError, TableError) as e:
         _fail(f"certify: {e}", code=1)
     seconds = time.perf_counter() - start
