@@ -135,3 +135,36 @@ def test_auto_hands_a_dual_that_does_not_converge_over_to_cuts(monkeypatch):
     monkeypatch.setattr(_cuts.CutsRun, "__init__", fail)  # cuts fail too: the dual's table stays
     kept = dp.optimize(problem, method="auto", steps=20, period=10, gap_tol=1e-2)
     assert kept.method == "dual" and kept.status != "converged"
+
+
+def test_float64_is_set_per_call_not_by_importing():
+    """Importing every solver module leaves JAX's x64 mode off; ``dp.optimize`` runs in float64
+    anyway (its bound and table agree with the exact LP) and leaves the caller's mode as it was;
+    a run outside the entry points is refused instead of computing in float32."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import importlib, pathlib, jax, numpy as np
+import diffpriv as dp
+for p in sorted((pathlib.Path(dp.__file__).parent / "solvers").glob("_*.py")):
+    importlib.import_module("diffpriv.solvers." + p.stem)
+assert not jax.config.jax_enable_x64, "an import turned x64 on"
+problem = dp.problems.random_problem(3, n_in=5, n_out=5)
+lp = dp.solvers.lp(problem).value
+res = dp.optimize(problem, method="pdhg", gap_tol=1e-6, steps=20000)
+assert not jax.config.jax_enable_x64
+loss = problem.objective_value(res.table)
+assert res.lower_bound <= lp * (1 + 1e-9) and abs(loss - lp) <= 1e-4 * lp, (loss, res.lower_bound, lp)
+assert dp.Mechanism.uniform((1, 2, 2)).table().dtype == np.float64
+from diffpriv.solvers import _driver
+try:
+    _driver.drive(lambda: None, problem, None, 0)
+except RuntimeError as e:
+    assert "float64" in str(e)
+else:
+    raise AssertionError("a run without x64 was not refused")
+"""
+    env = {**os.environ, "JAX_ENABLE_X64": "0"}
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300, env=env)

@@ -23,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 from diffpriv.solvers._divergence import DivergenceData, residuals
 from diffpriv.solvers._linear import (
     LinearData,

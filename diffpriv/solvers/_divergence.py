@@ -45,7 +45,6 @@ import optax
 
 from diffpriv.problems._blocks import MixtureBlock, PairBlock
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 from diffpriv.solvers._divergence_levels import (
     divergence,
     exact_potentials,

@@ -43,8 +43,6 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
-
 __all__ = ["DIVERGENCES", "c_transform", "chi2", "divergence", "exact_potentials",
            "hellinger", "kl", "level", "line_potentials", "log_lift", "logsumexp", "max_divergence", "renyi",
            "reverse_kl", "tv", "wasserstein_1d"]

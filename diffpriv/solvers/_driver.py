@@ -27,6 +27,8 @@ from typing import NamedTuple, Protocol
 import jax
 import numpy as np
 
+from diffpriv.solvers._x64 import require
+
 __all__ = ["Chunk", "OptimizeResult", "Outcome", "Run", "Status", "check_finite", "compile_seconds", "drive",
            "make_result", "relative_gap"]
 
@@ -231,6 +233,7 @@ def drive(make: Callable[[], Run], problem, options, seed: int,
     count) chunk by chunk until it ends or its steps run out, calling ``progress(done, total, gap)``
     after each chunk; returns the :class:`OptimizeResult` of its :class:`Outcome` (``options``:
     the settings recorded in it)."""
+    require()  # float64: the bound's precision
     start, compiled = time.perf_counter(), compile_seconds()
     run = make()
     done, status = 0, None

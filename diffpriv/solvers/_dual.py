@@ -43,7 +43,6 @@ import numpy as np
 import optax
 
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 from diffpriv.solvers._linear import (
     LinearData,

@@ -60,7 +60,6 @@ import scipy.sparse
 from diffpriv.problems._blocks import MixtureBlock, PairBlock
 from diffpriv.problems._objectives import require_linear
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 
 __all__ = ["LinearData", "Operator", "linear_data", "tighten", "operator", "lower_bound",
            "sparse_matrix", "largest_objective", "proves_infeasible", "lower_bound_by_columns",

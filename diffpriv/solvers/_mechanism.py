@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
+from diffpriv.solvers._x64 import float64
 
 __all__ = ["Mechanism"]
 
@@ -30,12 +30,14 @@ class Mechanism(eqx.Module):
     support: Bool[Array, "s x y"]
 
     @classmethod
+    @float64
     def uniform(cls, shape: tuple[int, int, int], support=None) -> Mechanism:
         """The uniform table on ``support`` (all outputs when ``support`` is None)."""
         sup = jnp.ones(shape, dtype=bool) if support is None else jnp.asarray(support, dtype=bool)
         return cls(jnp.zeros(shape), sup)
 
     @classmethod
+    @float64
     def from_table(cls, table, support=None) -> Mechanism:
         """The mechanism whose table is ``table`` (zeros become masked-out logits)."""
         table = np.asarray(table, dtype=np.float64)
@@ -43,10 +45,12 @@ class Mechanism(eqx.Module):
         logits = np.where(sup, np.log(np.where(sup, table, 1.0)), 0.0)
         return cls(jnp.asarray(logits), jnp.asarray(sup))
 
+    @float64
     def log_table(self) -> Float[Array, "s x y"]:
         """``log A`` computed stably (``-inf`` outside the support)."""
         return jax.nn.log_softmax(jnp.where(self.support, self.logits, -jnp.inf), axis=-1)
 
+    @float64
     def table(self) -> Float[Array, "s x y"]:
         """The row-stochastic table ``A``."""
         return jax.nn.softmax(jnp.where(self.support, self.logits, -jnp.inf), axis=-1)

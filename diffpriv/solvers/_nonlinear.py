@@ -16,7 +16,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 from diffpriv.solvers._al import al_init, al_output, al_run
 from diffpriv.solvers._divergence import (
     divergence_data,

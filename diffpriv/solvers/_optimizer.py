@@ -39,10 +39,7 @@ import numpy as np
 
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, solver_plan
-from diffpriv.solvers import (
-    _pdhg,
-    _x64,  # noqa: F401  (float64 before any array is made)
-)
+from diffpriv.solvers import _pdhg
 from diffpriv.solvers._convex import ConvexSolveError
 from diffpriv.solvers._cuts import CutsRun, CutsSolveError
 from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, drive
@@ -57,6 +54,7 @@ from diffpriv.solvers._polish import polish
 from diffpriv.solvers._presolve import Presolved, presolve
 from diffpriv.solvers._progress import progress_bar
 from diffpriv.solvers._transport_pdhg import batch_transport
+from diffpriv.solvers._x64 import float64
 
 __all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch", "solve_budgets"]
 
@@ -78,6 +76,7 @@ class Optimizer(Options):
     proven, or an iterate is not finite), else after ``steps``.
     """
 
+    @float64
     def __call__(self, problem: Problem, *, seed: int = 0, init=None,
                  progress: Callable[[int, int, float], None] | None = None) -> OptimizeResult:
         """Optimizes ``problem``; ``progress(done, total, gap)`` is called between chunks.
@@ -169,6 +168,7 @@ def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progr
         return opt(problem, seed=seed, init=init, progress=report)
 
 
+@float64
 def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int = 0,
                 **options) -> tuple[np.ndarray, np.ndarray]:
     """Solves ``problem`` with every ε multiplied by each entry of ``eps_scales``, as one
@@ -221,6 +221,7 @@ BUDGETS = ("pair_eps", "mix_eps", "pair_delta", "mix_delta")
 """The fields of :class:`._linear.LinearData` that differ between budgets of one problem."""
 
 
+@float64
 def solve_budgets(problems, *, steps: int = 20_000, seed: int = 0, shard: bool = True,
                   **options) -> tuple[np.ndarray, np.ndarray]:
     """Solves linear problems that differ only in their budgets (``ε``, ``δ`` of any constraint:

@@ -49,7 +49,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 from diffpriv.solvers._driver import Status
 from diffpriv.solvers._linear import (
     LinearData,

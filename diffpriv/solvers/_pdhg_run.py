@@ -18,10 +18,7 @@ import numpy as np
 
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, solver_plan
-from diffpriv.solvers import (
-    _pdhg,
-    _x64,  # noqa: F401  (float64 before any array is made)
-)
+from diffpriv.solvers import _pdhg
 from diffpriv.solvers._al import solve_al
 from diffpriv.solvers._driver import (
     Chunk,
@@ -44,6 +41,7 @@ from diffpriv.solvers._linear import (
     tighten,
 )
 from diffpriv.solvers._polish import polish, violation
+from diffpriv.solvers._x64 import float64
 
 __all__ = ["LinearALRun", "PDHGRun"]
 
@@ -220,6 +218,7 @@ def _run(data, true_data, steps, state, limit, max_periods, period, worst, gap_t
                      gap_tol=gap_tol, viol_tol=viol_tol, bound_data=true_data)
 
 
+@float64
 def step_bytes(problem: Problem, omega: float = 0.1, omega_range: float = 9.0) -> float:
     """XLA's count of the bytes one PDHG step reads and writes on ``problem`` as the optimizer
     runs it (presolved, in its plan's dtype, the running sums included, the periodic evaluation

@@ -59,7 +59,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers import _x64  # noqa: F401  (float64 before any array is made)
 from diffpriv.solvers._divergence import DivergenceData, coupling_dual, divergence_data, divergence_violation
 from diffpriv.solvers._driver import Chunk, Outcome, Status, check_finite
 from diffpriv.solvers._linear import (

@@ -1,7 +1,29 @@
-"""diffpriv's JAX side computes in float64: importing any of its modules turns on JAX's x64 mode
-(``jax_enable_x64``), once, here. Ratios of small probabilities and the certified lower bound
-need the precision; the certifier (numpy) is float64 anyway."""
+"""diffpriv's JAX side computes in float64: ratios of small probabilities and the certified lower
+bound need the precision (the certifier, numpy, is float64 anyway). The public entry points that
+run JAX are wrapped in :func:`float64`, which turns JAX's x64 mode on for the call (its thread)
+and back off after it, so importing diffpriv changes nothing in the importing program;
+:func:`require` is the check of the one driver every run goes through."""
+
+from __future__ import annotations
+
+import functools
 
 import jax
 
-jax.config.update("jax_enable_x64", True)
+
+def float64(fn):
+    """``fn`` run with JAX's x64 mode on (``jax.enable_x64``), whatever the caller's setting."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with jax.enable_x64(True):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def require() -> None:
+    """Raises ``RuntimeError`` unless JAX's x64 mode is on (a run outside :func:`float64`)."""
+    if not jax.config.jax_enable_x64:
+        raise RuntimeError("internal: a JAX solver ran without float64 (wrap its entry point in "
+                           "diffpriv.solvers._x64.float64)")
