@@ -30,11 +30,11 @@ BAD = [
     ("kind", 'kind = "distp"', 'kind = "renyi"',
      "constraints[0].kind: must be 'distp', 'ldp', 'xdp', 'divergence_distp'"),
     ("eps<0", "epsilon = 0.5", "epsilon = -1.0",
-     "constraints[0].epsilon: input should be greater than or equal to 0"),
+     "constraints[0].epsilon: must be >= 0, got -1"),
     ("delta=1", "epsilon = 0.5", "epsilon = 0.5\ndelta = 1.0",
-     "constraints[0].delta: input should be less than 1"),
+     "constraints[0].delta: must be in [0, 1), got 1"),
     ("delta<0", "epsilon = 0.5", "epsilon = 0.5\ndelta = -0.01",
-     "constraints[0].delta: input should be greater than or equal to 0"),
+     "constraints[0].delta: must be >= 0, got -0.01"),
     ("empty", '["a", "b", "c"]', "[]", "inputs.labels: is empty"),
     ("duplicate", '["a", "b", "c"]', '["a", "b", "b"]', "inputs.labels: duplicate label 'b'"),
     ("unknown-item", '[["p", "q"]]', '[["p", "r"]]', "constraints[0].pairs[0]: unknown item 'r'"),
@@ -124,8 +124,7 @@ def test_bad_config_fails_before_jax_is_imported(tmp_path):
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr == "error: constraints[0].epsilon: input should be greater than or equal " \
-        "to 0, got -1.0\n"
+    assert proc.stderr == "error: constraints[0].epsilon: must be >= 0, got -1\n"
 
 
 def test_optimize_keeps_compiled_programs_in_the_cache_folder(tmp_path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from diffpriv import DistP, ExtendedDP, LocalDP
-from diffpriv.config._config import ConfigError, config_from_dict, load_config
+from diffpriv.config import ConfigError, config_from_dict, load_config
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 
@@ -47,20 +47,20 @@ BAD = [
     ("kind", _with("constraints.0.kind", "tdp"), "constraints[0].kind",
      "'distp', 'ldp', 'xdp', 'divergence_distp', 'divergence_dp', 'xdistp', 'wdp' or 'wdistp'"),
     ("eps<0", _with("constraints.0.epsilon", -0.5), "constraints[0].epsilon",
-     "greater than or equal to 0, got -0.5"),
-    ("delta=1", _with("constraints.0.delta", 1.0), "constraints[0].delta", "less than 1"),
+     "must be >= 0, got -0.5"),
+    ("delta=1", _with("constraints.0.delta", 1.0), "constraints[0].delta", "must be in [0, 1), got 1"),
     ("delta<0", _with("constraints.0.delta", -0.1), "constraints[0].delta",
-     "greater than or equal to 0"),
+     "must be >= 0, got -0.1"),
     ("empty", _with("inputs.labels", []), "inputs.labels", "is empty"),
     ("duplicate", _with("inputs.labels", ["a", "b", "a"]), "inputs.labels", "duplicate label 'a'"),
     ("unknown-item", _with("constraints.0.pairs", [["p", "z"]]), "constraints[0].pairs[0]",
      "unknown item 'z'"),
     ("unknown-key", _with("colour", "red"), "colour", "unknown key"),
     ("unknown-nested-key", _with("constraints.0.epsilonn", 1.0), "constraints[0].epsilonn",
-     "unknown key"),
+     "distp takes no epsilonn"),
     ("missing", _with("loss", {}), "loss.kind", "required"),
     ("xdp-delta", _with("constraints.0", {"kind": "xdp", "epsilon": 1.0, "delta": 0.1}),
-     "constraints[0].delta", "xdp has no delta"),
+     "constraints[0].delta", "xdp takes no delta"),
     ("two-sources", _with("items.0.distribution", {"uniform": True, "values": [1, 0, 0]}),
      "items[0].distribution", "exactly one of"),
     ("unknown-label", _with("items.0.distribution", {"labels": {"a": 0.5, "zz": 0.5}}),
@@ -312,7 +312,7 @@ def test_optimizer_schema_is_derived_from_the_optimizer_settings():
     """One declaration: every optimizer setting is a config key with the same bounds."""
     import dataclasses
 
-    from diffpriv.config._config import OptimizerCfg
+    from diffpriv.config._schema import OptimizerCfg
     from diffpriv.solvers._options import Options
 
     assert set(OptimizerCfg.model_fields) == {"seed"} | {f.name for f in dataclasses.fields(Options)}

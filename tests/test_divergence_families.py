@@ -259,7 +259,7 @@ def test_configs_state_every_divergence_kind(tmp_path):
     ('kind = "divergence_dp"\ndivergence = "renyi"\nalpha = -2\nepsilon = 0.5\n',
      "constraints[0].alpha: the Rényi order must be > 0"),
     ('kind = "divergence_dp"\nepsilon = 0.5\n',
-     "constraints[0].divergence: divergence_dp needs a divergence"),
+     "constraints[0].divergence: required key is missing"),
     ('kind = "divergence_dp"\ndivergence = "kl"\nepsilon = 0.5\ndelta = 0.1\n', "constraints[0].delta"),
     ('kind = "ldp"\ndivergence = "kl"\nepsilon = 0.5\n',
      "constraints[0].divergence: ldp takes no divergence"),

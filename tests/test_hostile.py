@@ -26,8 +26,9 @@ from typer.testing import CliRunner
 from diffpriv.certification._schema import MAX_CERTIFICATE_BYTES
 from diffpriv.cli import app
 from diffpriv.config import ConfigError, config_from_dict, load_config
-from diffpriv.config._config import MAX_CONFIG_BYTES, MAX_PAIRS
+from diffpriv.config._build import MAX_PAIRS
 from diffpriv.config._distributions import MAX_POINTS_FILE_BYTES, MAX_POINTS_LINE
+from diffpriv.config._toml import MAX_CONFIG_BYTES
 from diffpriv.problems import SizeError
 
 GRID_TOML = grid_toml(3, 3, (1.0, 1.0))

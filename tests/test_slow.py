@@ -5,7 +5,7 @@ import pytest
 
 import diffpriv as dp
 from diffpriv.certification import certify, verify
-from diffpriv.config._config import load_config
+from diffpriv.config import load_config
 from diffpriv.problems._known import random_problem
 
 pytestmark = pytest.mark.slow

@@ -29,7 +29,7 @@ from diffpriv.certification import (
     tight_epsilon,
 )
 from diffpriv.certification._exact import sqrt_lower
-from diffpriv.config._config import ConfigError, config_from_dict
+from diffpriv.config import ConfigError, config_from_dict
 from diffpriv.problems._blocks import PairBlock, budgets
 
 TINIEST = 5e-324  # 2^-1074, the least positive float64

@@ -27,7 +27,8 @@ from diffpriv.certification._schema import (
     check_certificate,
     read_certificate,
 )
-from diffpriv.config._config import MAX_CONFIG_BYTES, ConfigError, OptimizerOptions, load_config
+from diffpriv.config import ConfigError, OptimizerOptions, load_config
+from diffpriv.config._toml import MAX_CONFIG_BYTES
 from diffpriv.io._export import jsonable
 from diffpriv.problems._problem import Problem, SpecError
 from diffpriv.problems._size import SizeError

@@ -27,7 +27,7 @@ from diffpriv.cli._tupling import (
     _tupling,
     _tupling_params,
 )
-from diffpriv.config._config import OptimizerOptions
+from diffpriv.config import OptimizerOptions
 from diffpriv.io._export import jsonable, write_json
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import admit

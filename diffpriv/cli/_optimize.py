@@ -22,7 +22,7 @@ from diffpriv.cli._common import (
     console,
 )
 from diffpriv.cli._summary import _print_summary, _summary
-from diffpriv.config._config import MAX_SEED
+from diffpriv.config._schema import MAX_SEED
 from diffpriv.io._export import jsonable, write_json
 from diffpriv.problems._size import admit
 from diffpriv.solvers._methods import METHODS

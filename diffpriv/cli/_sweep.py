@@ -15,7 +15,7 @@ from rich.table import Table
 
 from diffpriv.certification._schema import admit_certificate
 from diffpriv.cli._common import _check_out_dir, _fail, _load, _meta, _user_errors, console
-from diffpriv.config._config import MAX_SEED
+from diffpriv.config._schema import MAX_SEED
 from diffpriv.io._export import jsonable
 from diffpriv.problems._size import admit
 from diffpriv.solvers._methods import METHODS

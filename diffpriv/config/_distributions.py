@@ -4,7 +4,7 @@ A config describes each item's distribution (and each profile's prior) in one of
 (``docs/config.md``, "Distributions"): a list of probabilities, probabilities by label, uniform, a mixture
 of Gaussians discretised on the input coordinates, or a histogram of points (inline or from a
 CSV file) or of label samples. :func:`distribution` turns one such value, already validated by
-its schema (:class:`DistributionCfg`, part of the config schema of :mod:`diffpriv.config._config`),
+its schema (:class:`DistributionCfg`, part of the config schema of :mod:`diffpriv.config._schema`),
 into a ``[n_in]`` probability vector, or raises a :class:`ConfigError` whose one-line message
 names the field. No JAX.
 """

@@ -103,6 +103,9 @@ def _input_pairs(problem, pairs) -> np.ndarray:
 class _InputPairs:
     """Families over pairs of inputs (``pairs``; ``None`` = all pairs), in every profile."""
 
+    pairs_of: ClassVar[str] = "inputs"
+    """What ``pairs`` index (a config lists them by name, :mod:`diffpriv.config._schema`)."""
+
     def _checked_pairs(self, problem, field: str):
         if self.pairs is None:
             return None
@@ -174,6 +177,7 @@ class DistP(_EpsilonDelta):
     delta: float = 0.0
     name: str = "distp"
     kind: ClassVar[str] = "distp"
+    pairs_of: ClassVar[str] = "items"
 
     def check(self, problem, field: str) -> DistP:
         _check_name(field, self.name)

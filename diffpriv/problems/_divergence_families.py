@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -166,9 +166,10 @@ class DivergenceDistP(_PairsJSON, _Divergence):
     divergence: str
     epsilon: float
     alpha: float | None = None
-    direction: str = "both"
+    direction: Literal["both", "forward"] = "both"
     name: str = "divergence_distp"
     kind: ClassVar[str] = "divergence_distp"
+    pairs_of: ClassVar[str] = "items"
 
     def check(self, problem, field: str) -> DivergenceDistP:
         _check_name(field, self.name)
@@ -197,7 +198,7 @@ class DivergenceDP(_InputPairs, _PairsJSON, _Divergence):
     divergence: str
     epsilon: float
     alpha: float | None = None
-    direction: str = "both"
+    direction: Literal["both", "forward"] = "both"
     pairs: tuple[tuple[int, int], ...] | None = None
     name: str = "divergence_dp"
     kind: ClassVar[str] = "divergence_dp"
@@ -255,11 +256,12 @@ class ExtendedDistP(_Divergence):
     pairs: tuple[tuple[int, int], ...]
     divergence: str
     epsilon: float
-    transport: str = "w1"
+    transport: Literal["w1", "winf"] = "w1"
     alpha: float | None = None
-    direction: str = "both"
+    direction: Literal["both", "forward"] = "both"
     name: str = "xdistp"
     kind: ClassVar[str] = "xdistp"
+    pairs_of: ClassVar[str] = "items"
 
     def check(self, problem, field: str) -> ExtendedDistP:
         _check_name(field, self.name)

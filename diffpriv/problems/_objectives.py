@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -151,7 +151,7 @@ class TransportLoss(Objective):
     text: ClassVar[str] = "transport loss"
     epigraph: ClassVar[str] = ""
     transport: ClassVar[bool] = True
-    laws: str = "prior"
+    laws: Literal["prior", "profiles", "items"] = "prior"
 
     def __post_init__(self):
         if self.laws not in TRANSPORT_LAWS:

@@ -140,6 +140,7 @@ class WassersteinDistP(_PairsJSON, _Transport):
     metric: tuple[tuple[float, ...], ...] | None = None
     name: str = "wdistp"
     kind: ClassVar[str] = "wdistp"
+    pairs_of: ClassVar[str] = "items"
 
     def check(self, problem, field: str) -> WassersteinDistP:
         return dataclasses.replace(
