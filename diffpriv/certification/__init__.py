@@ -21,7 +21,6 @@ Example:
 
 from diffpriv.certification._certificate import Certificate, certify, versions
 from diffpriv.certification._cost import Cost, admit_check, certify_cost
-from diffpriv.certification._divergences import DIVERGENCES, Divergence, divergence, renyi
 from diffpriv.certification._exact import exact_holds, exp_lower
 from diffpriv.certification._laws import identical_rows, output_laws, underflow_risk
 from diffpriv.certification._levels import (
@@ -49,6 +48,7 @@ from diffpriv.certification._safety import (
 from diffpriv.certification._schema import FORMAT
 from diffpriv.certification._summary import ConstraintLevel, constraint_levels
 from diffpriv.certification._verify import UNCHECKED, VerifyReport, verify
+from diffpriv.measures._divergences import DIVERGENCES, Divergence, divergence, renyi
 from diffpriv.measures._transport import (
     Transport,
     TransportError,

@@ -22,8 +22,8 @@ import dataclasses
 
 import numpy as np
 
-from diffpriv.certification._divergences import divergence
 from diffpriv.certification._laws import Laws, law_error
+from diffpriv.measures._divergences import divergence
 from diffpriv.problems._blocks import Block, budgets
 from diffpriv.problems._problem import Problem
 

@@ -13,7 +13,7 @@ never as dense rows over the whole table:
 
 Every block carries the divergence its comparisons are measured in (``"max"``: the pure bound
 ``max_y |ln P − ln Q| ≤ ε``; ``"hockey_stick"``: ``Σ_y max(0, P − e^ε Q) ≤ δ`` both ways; or
-``D(P‖Q) ≤ ε`` for one of the divergences of :mod:`diffpriv.certification._divergences` —
+``D(P‖Q) ≤ ε`` for one of the divergences of :mod:`diffpriv.measures._divergences` —
 ``"kl"``, ``"reverse_kl"``, ``"tv"``, ``"chi2"``, ``"hellinger"``, ``"renyi"`` with its order
 ``alpha`` — in both directions unless ``directed``), its budgets, the scale its level is reported
 in (``d(a, b)`` for extended DP, ``W(λ_a, λ_b)`` for extended DistP: the level is ``ε`` per unit
@@ -30,11 +30,13 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from diffpriv.measures._divergences import NAMES
+
 __all__ = ["DIVERGENCES", "PairBlock", "MixtureBlock", "Block", "Budgets", "budgets"]
 
-DIVERGENCES = ("max", "hockey_stick", "kl", "reverse_kl", "tv", "chi2", "hellinger", "renyi",
-               "wasserstein")
-"""Divergences a block can be measured in (the first two are linear in the table)."""
+DIVERGENCES = ("max", "hockey_stick", *(n for n in NAMES if n != "max"), "wasserstein")
+"""Divergences a block can be measured in (the first two are linear in the table; the others of
+:data:`diffpriv.measures._divergences.NAMES`, and Wasserstein)."""
 
 LINEAR = ("max", "hockey_stick")
 

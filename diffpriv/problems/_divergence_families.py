@@ -20,7 +20,7 @@ is linear too — ``TV(P, Q) = Σ_y max(0, P[y] − Q[y])`` is the hockey-stick 
 ``TV ≤ ε`` is ``(0, ε)``-DistP — and its blocks say so (the LP and PDHG solve it exactly); in
 extended DistP it stays a divergence. The certifier
 computes every level exactly in float64 with outward rounding
-(:mod:`diffpriv.certification._divergences`).
+(:mod:`diffpriv.measures._divergences`).
 
 ``W`` is computed once per problem, when its blocks are built, as a **certified lower bound** (the
 budget ``ε·W`` must not be overestimated): for ``W1`` the dual potentials of POT's exact network
@@ -38,6 +38,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from diffpriv.measures._divergences import NAMES, divergence
 from diffpriv.problems._blocks import Block, MixtureBlock
 from diffpriv.problems._checks import SpecError, _check_budget
 from diffpriv.problems._constraints import (
@@ -55,14 +56,12 @@ from diffpriv.problems._constraints import (
 
 __all__ = ["DIVERGENCE_NAMES", "DivergenceDistP", "DivergenceDP", "ExtendedDistP", "TRANSPORTS"]
 
-DIVERGENCE_NAMES = ("kl", "reverse_kl", "tv", "chi2", "hellinger", "renyi", "max")
-"""The divergences a divergence family may name."""
+DIVERGENCE_NAMES = NAMES
+"""The divergences a divergence family may name (:data:`diffpriv.measures._divergences.NAMES`)."""
 
 TRANSPORTS = ("w1", "winf")
 """The input-distribution distances of extended DistP."""
 
-_TEXT = {"kl": "KL", "reverse_kl": "reverse KL", "tv": "TV", "chi2": "χ²", "hellinger": "Hellinger",
-         "max": "D∞"}
 
 
 class _Divergence:
@@ -119,8 +118,7 @@ class _Divergence:
 
     def divergence_text(self) -> str:
         """``"KL"``, ``"Rényi(α=2)"``, …, with ``"→"`` for one direction."""
-        text = f"Rényi(α={self.alpha:g})" if self.divergence == "renyi" else _TEXT[self.divergence]
-        return text + (" →" if self.direction == "forward" else "")
+        return divergence(self.divergence, self.alpha).text + (" →" if self.direction == "forward" else "")
 
     def budget_text(self) -> str:
         return f"{self.divergence_text()} ≤ {self.epsilon:g}"

@@ -1,7 +1,7 @@
 """The convex reference solver: a design problem with divergence budgets as a conic program.
 
 The yardstick for problems the LP reference (:mod:`diffpriv.solvers._lp`) refuses: every
-divergence of :mod:`diffpriv.certification._divergences` bounds a jointly convex function of the
+divergence of :mod:`diffpriv.measures._divergences` bounds a jointly convex function of the
 two output laws, and each law is affine in the table, so the design problem is convex. It is
 built with cvxpy (a test and benchmark extra, imported on first use) and solved by an interior
 point method, CLARABEL unless the caller names another solver.

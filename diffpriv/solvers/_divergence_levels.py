@@ -1,6 +1,6 @@
 """Divergence and Wasserstein levels of output laws in JAX: the optimizer's differentiable constraints.
 
-The JAX twin of the numpy certifier's :mod:`diffpriv.certification._divergences` (same names,
+The JAX twin of the numpy certifier's :mod:`diffpriv.measures._divergences` (same names,
 same zero conventions, same values to rounding), written for ``jit``, ``vmap`` and ``grad``.
 Laws come as **log-laws** ``log_p``, ``log_q`` of shape ``[..., n]`` (``-inf`` for a zero
 probability, as ``log_softmax`` of masked logits gives) and every level reduces the last axis to

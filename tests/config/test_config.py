@@ -10,7 +10,7 @@ import pytest
 from diffpriv import DistP, ExtendedDP, LocalDP
 from diffpriv.config import ConfigError, config_from_dict, load_config
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 BASE = {
     "inputs": {"labels": ["a", "b", "c"]},
@@ -349,7 +349,7 @@ def test_domain_units_travel_from_config_to_certificate_and_axes(tmp_path):
     import diffpriv as dp
     from diffpriv.io._plot import _plane
 
-    problem, _ = load_config(Path(__file__).parents[1] / "configs" / "quickstart.toml")
+    problem, _ = load_config(Path(__file__).parents[2] / "configs" / "quickstart.toml")
     assert problem.inputs.units == problem.outputs.units == "km"
     cert = dp.certify(problem, np.full(problem.shape, 1.0 / problem.shape[2]), repair=True)
     path = cert.save(tmp_path / "c.json")

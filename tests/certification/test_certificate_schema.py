@@ -13,7 +13,7 @@ import diffpriv as dp
 from diffpriv.certification._json_schema import json_schema
 from diffpriv.certification._schema import CertificateFormatError, check_certificate
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "docs" / "certificate.schema.json"
 
 

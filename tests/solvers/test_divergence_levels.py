@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from diffpriv.certification._divergences import divergence as np_divergence
+from diffpriv.measures._divergences import divergence as np_divergence
 from diffpriv.measures._transport import wasserstein, wasserstein_1d
 from diffpriv.solvers import _divergence_levels as dl
 

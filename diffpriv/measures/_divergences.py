@@ -73,7 +73,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["DIVERGENCES", "Divergence", "divergence", "renyi"]
+__all__ = ["DIVERGENCES", "NAMES", "Divergence", "divergence", "renyi"]
+
+NAMES = ("kl", "reverse_kl", "tv", "chi2", "hellinger", "renyi", "max")
+"""The divergences a constraint may name (``renyi`` with an order ``alpha``): each is defined
+here once (level, error bound, symmetry, text); the optimizer's JAX twins
+(``diffpriv/solvers/_divergence_levels.py``) and the convex reference's cones
+(``diffpriv/solvers/_convex.py``) follow these names."""
 
 U64 = 2.0**-53
 """Unit roundoff of float64."""
@@ -176,6 +182,7 @@ class Divergence:
       alpha: the Rényi order (``inf`` for ``max``), ``None`` for the f-divergences.
       sensitivity: ``(c1, c0)``: entrywise relative errors ``e`` in both laws move the exact
         level by at most ``e·(c1·D + c0)`` to first order (module docstring).
+      text: how a summary writes it (``"χ²"``, ``"Rényi(α=2)"``).
 
     Example:
       >>> import numpy as np
@@ -192,6 +199,7 @@ class Divergence:
     error: tuple[float, float, float, float]
     sensitivity: tuple[float, float]
     alpha: float | None = None
+    text: str = ""
 
     def level(self, P, Q) -> np.ndarray:
         """``D(P‖Q)`` over the last axis, ``[..., n_out] -> [...]`` (float64, as computed)."""
@@ -224,17 +232,18 @@ _KL_ERROR = (1.0, 9.0, 18.0, 2.0)
 _RENYI_ERROR = (16.0, 2.0**15, 256.0, 2.0**18)
 
 DIVERGENCES: dict[str, Divergence] = {d.name: d for d in (
-    Divergence("kl", _kl, symmetric=False, bounded=False, error=_KL_ERROR, sensitivity=(1.0, 4.0)),
+    Divergence("kl", _kl, symmetric=False, bounded=False, error=_KL_ERROR, sensitivity=(1.0, 4.0),
+               text="KL"),
     Divergence("reverse_kl", _reverse_kl, symmetric=False, bounded=False, error=_KL_ERROR,
-               sensitivity=(1.0, 4.0)),
+               sensitivity=(1.0, 4.0), text="reverse KL"),
     Divergence("tv", _tv, symmetric=True, bounded=True, error=(1.0, 2.0, 0.0, 0.0),
-               sensitivity=(0.0, 1.0)),
+               sensitivity=(0.0, 1.0), text="TV"),
     Divergence("chi2", _chi2, symmetric=False, bounded=False, error=(1.0, 4.0, 0.0, 0.0),
-               sensitivity=(3.0, 8.0)),
+               sensitivity=(3.0, 8.0), text="χ²"),
     Divergence("hellinger", _hellinger, symmetric=True, bounded=True, error=(1.0, 10.0, 0.0, 0.0),
-               sensitivity=(0.0, 1.0)),
+               sensitivity=(0.0, 1.0), text="Hellinger"),
     Divergence("max", _max, symmetric=False, bounded=False, error=(0.0, 2.0, 0.0, 2.0**14),
-               sensitivity=(0.0, 2.0), alpha=math.inf),
+               sensitivity=(0.0, 2.0), alpha=math.inf, text="D∞"),
 )}
 """The parameter-free divergences by name; Rényi divergences come from :func:`renyi`."""
 
@@ -257,7 +266,8 @@ def renyi(alpha: float) -> Divergence:
         return DIVERGENCES["max"]
     return Divergence(f"renyi({alpha!r})", functools.partial(_renyi, alpha=alpha),
                       symmetric=alpha == 0.5, bounded=False, error=_RENYI_ERROR,
-                      sensitivity=(0.0, (alpha + abs(alpha - 1.0) + 1.0) / abs(alpha - 1.0)), alpha=alpha)
+                      sensitivity=(0.0, (alpha + abs(alpha - 1.0) + 1.0) / abs(alpha - 1.0)), alpha=alpha,
+                      text=f"Rényi(α={alpha:g})")
 
 
 def divergence(name: str, alpha: float | None = None) -> Divergence:

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from diffpriv.cli import app
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # (case id, text to replace in BASE_TOML, replacement, start of the error line after "error: ")

@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 
 import diffpriv as dp
 from diffpriv.certification import constraint_levels, delta_level, hockey_stick, pure_level, tight_epsilon
-from diffpriv.certification._divergences import DIVERGENCES, divergence, renyi
+from diffpriv.measures._divergences import DIVERGENCES, divergence, renyi
 from diffpriv.measures._transport import (
     check_coupling,
     check_dual,

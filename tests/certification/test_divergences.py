@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from diffpriv.certification import pure_level
-from diffpriv.certification._divergences import DIVERGENCES, U64, divergence, renyi
+from diffpriv.measures._divergences import DIVERGENCES, U64, divergence, renyi
 
 SETTINGS = settings(max_examples=60, deadline=None)
 TOL = 1e-12

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 import scipy.optimize
+from _comparisons import dense_comparisons, worst_violation
 from _configs import BASE_TOML
-from test_reference import dense_comparisons, worst_violation
 
 import diffpriv as dp
 from diffpriv.config import ConfigError, config_from_dict, load_config

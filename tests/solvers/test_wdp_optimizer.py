@@ -98,7 +98,7 @@ def test_residuals_and_their_minorant_are_exact_and_below_everywhere(order):
 @pytest.mark.parametrize("order", [1.0, 2.0])
 def test_the_augmented_lagrangian_on_a_grid_matches_the_convex_reference(order):
     """Beside a divergence (here a KL-DP that does not bind) Wasserstein constraints stay in the
-    augmented Lagrangian (alone they go to the lifted PDHG: tests/test_transport_pdhg.py)."""
+    augmented Lagrangian (alone they go to the lifted PDHG: tests/solvers/test_transport_pdhg.py)."""
     problem = grid_problem(order, epsilon=0.4)
     problem = dataclasses.replace(problem, constraints=(*problem.constraints,
                                                         dp.DivergenceDP(divergence="kl", epsilon=50.0)))

@@ -165,7 +165,7 @@ def xdp(coords, eps):
 # -- 1. (ε, δ) levels when e^ε overflows ------------------------------------------------------
 
 
-def test_issue_example_hockey_stick_beyond_exp_overflow_is_rejected_in_both_modes():
+def test_hockey_stick_beyond_exp_overflow_is_rejected_in_both_modes():
     """ε = 710 overflows ``e^ε``; ``e^710 · 5e-324 ≈ 1.1e-15``, so the true divergence ≈ 0.9."""
     problem = ldp(710.0, 0.5)
     table = np.array([[[0.9, 0.1], [TINIEST, 1.0]]])
@@ -221,7 +221,7 @@ def test_approximate_distp_with_a_dense_law_in_the_underflow_range_at_huge_epsil
 # -- 2. extended DP with a distance that overflows ---------------------------------------------
 
 
-def test_issue_example_xdp_distance_whose_square_overflows_is_computed_not_infinite():
+def test_xdp_distance_whose_square_overflows_is_computed_not_infinite():
     """[0], [1], [2e155]: d² overflows but d does not. At ε = 1e-156 the budget of the far pairs
     is 0.2; a level of 22.3 there was certified (d = +∞ gave an infinite budget)."""
     problem = xdp([[0.0], [1.0], [2e155]], 1e-156)

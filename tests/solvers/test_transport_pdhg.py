@@ -177,7 +177,7 @@ def test_a_batch_of_budgets_matches_the_convex_reference_at_each():
 
 @pytest.mark.slow  # 16 s; the lifted PDHG against the convex reference is also tested above
 def test_the_shipped_wasserstein_config_converges_to_the_convex_optimum():
-    config = pathlib.Path(__file__).resolve().parent.parent / "configs" / "wasserstein.toml"
+    config = pathlib.Path(__file__).resolve().parents[2] / "configs" / "wasserstein.toml"
     problem, _ = dp.load_config(config)
     ref = dp.solvers.convex(problem).value
     design = dp.design(problem, method="pdhg")

@@ -19,7 +19,7 @@ from diffpriv.cli._sweep import parse_budget
 from diffpriv.problems._known import k_rr_problem
 from diffpriv.solvers._lp import solve_lp
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 
