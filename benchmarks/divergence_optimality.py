@@ -124,7 +124,7 @@ def grid_problem(kind: str, n: int, seed: int, objective: str = "expected") -> d
     if kind in GRID_DP:
         name, alpha, factor = GRID_DP[kind]
         constraint = dp.DivergenceDP(divergence=name, alpha=alpha, epsilon=factor * eps,
-                                     pairs=dp.pairs_within(dom, 1.0))
+                                     pairs=dp.problems.pairs_within(dom, 1.0))
     else:
         constraint = GRID_KINDS[kind](eps)
     return dp.Problem(dom, dom, dom.distances(dom), (a + b) / 2, items=(dp.Item("a", a), dp.Item("b", b)),

@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=int, default=16, help="pairs timed (then extrapolated to all)")
     args = ap.parse_args(argv)
     dom = dp.Domain.grid(args.n, args.n, 1.0)
-    pairs = np.asarray(dp.pairs_within(dom, 1.0))
+    pairs = np.asarray(dp.problems.pairs_within(dom, 1.0))
     d = dom.distances(dom)
     table = np.exp(-d)
     table /= table.sum(1, keepdims=True)

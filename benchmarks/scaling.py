@@ -58,7 +58,7 @@ def grid_problem(kind: str, n: int) -> dp.Problem:
                           constraints=(dp.DistP(((0, 1),), 1.0),))
     if kind == "sacramento":
         return sacramento_problem(n)
-    pairs = dp.pairs_within(dom, 1.0)  # 4-neighbour cells
+    pairs = dp.problems.pairs_within(dom, 1.0)  # 4-neighbour cells
     return dp.Problem(dom, dom, loss, np.full(n * n, 1.0 / (n * n)),
                       constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
 

@@ -29,7 +29,7 @@ from divergence_optimality import grid_problem  # noqa: E402
 
 def wdp_problem(n: int, epsilon: float, seed: int = 0) -> dp.Problem:
     base = grid_problem("kl", n, seed)
-    pairs = dp.pairs_within(base.inputs, 1.0)
+    pairs = dp.problems.pairs_within(base.inputs, 1.0)
     return dataclasses.replace(base, constraints=(dp.WassersteinDP(epsilon=epsilon, pairs=pairs),))
 
 

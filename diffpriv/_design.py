@@ -25,7 +25,7 @@ class Design:
     """An optimized and certified mechanism.
 
     Attributes:
-      result: the optimizer's :class:`~diffpriv.OptimizeResult` (its table, lower bound, status).
+      result: the optimizer's :class:`~diffpriv.solvers.OptimizeResult` (its table, lower bound, status).
       certificate: the :class:`~diffpriv.Certificate` of the (possibly repaired) table.
       seconds: wall times, ``{"compile": …, "solve": …, "certify": …}``: JAX's tracing and
         compilation, the rest of the optimizer's runs, and certification.

@@ -288,7 +288,7 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
         A batched budget's ``status`` is ``"converged"`` when its certified gap is within
         ``gap_tol``, else ``"step limit"``.
       shard: a batch is split over every local device (``jax.sharding``).
-      **options: the optimizer's settings (:class:`~diffpriv.Optimizer`).
+      **options: the optimizer's settings (:class:`~diffpriv.solvers.Optimizer`).
 
     Raises:
       ValueError: a bad budget list, constraint, field, baseline, or an ``out`` holding another

@@ -1,7 +1,7 @@
 """Privacy–utility frontier of a config: certified loss against ε, as one batched program.
 
 Every ε of the config is multiplied by each scale; the whole batch is solved by one
-``jax.vmap``-ed, compiled PDHG run (``diffpriv.solve_batch``), then each table is certified
+``jax.vmap``-ed, compiled PDHG run (``diffpriv.solvers.solve_batch``), then each table is certified
 (numpy) and compared with the exact optimum (the LP; for a config with a divergence or Wasserstein
 constraint, the convex reference ``dp.solvers.convex``) and the optimizer's own lower bound.
 
@@ -45,7 +45,7 @@ def main() -> None:
     scales = np.array([float(s) for s in args.scales.split(",")])
 
     t0 = time.perf_counter()
-    tables, bounds = dp.solve_batch(problem, scales, steps=args.steps)
+    tables, bounds = dp.solvers.solve_batch(problem, scales, steps=args.steps)
     batch_seconds = time.perf_counter() - t0
     rows = []
     for s, table, bound in zip(scales, tables, bounds, strict=True):

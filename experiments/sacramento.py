@@ -59,7 +59,7 @@ def binning(x, y, n: int):
     return cell, ox, oy, row * n + col
 
 
-def sparse_problem(n: int, constraint: dp.Constraint, objective="expected") -> dp.Problem:
+def sparse_problem(n: int, constraint: dp.problems.Constraint, objective="expected") -> dp.Problem:
     """The sales on an ``n × n`` grid with no pseudo-count (most cells hold no sale of one group:
     real, sparse laws), ``constraint`` between the expensive and the cheap homes, prior = all
     sales, Euclidean loss in km (the benchmarks' real-data problem)."""
@@ -68,7 +68,7 @@ def sparse_problem(n: int, constraint: dp.Constraint, objective="expected") -> d
     return _groups_problem(dp.Domain.grid(n, n, cell), idx, price, constraint, objective)
 
 
-def _groups_problem(dom: dp.Domain, idx, price, constraint: dp.Constraint,
+def _groups_problem(dom: dp.Domain, idx, price, constraint: dp.problems.Constraint,
                     objective="expected") -> dp.Problem:
     """The expensive and the cheap homes' laws over ``dom``'s cells (``idx``: each sale's cell),
     no pseudo-count, ``constraint`` between them, prior = all sales, Euclidean loss."""
@@ -95,7 +95,7 @@ def adaptive_partition(x, y, n: int):
     return idx, coords / np.bincount(idx, minlength=n * n)[:, None]
 
 
-def adaptive_problem(n: int, constraint: dp.Constraint) -> dp.Problem:
+def adaptive_problem(n: int, constraint: dp.problems.Constraint) -> dp.Problem:
     """:func:`sparse_problem` on :func:`adaptive_partition`'s cells (every cell holds about
     ``932 / n²`` sales; one group may still be absent from a cell), the loss the distance between
     the cells' mean locations in km."""

@@ -135,7 +135,7 @@ def restricted_laplace(problem: dp.Problem, budgets) -> list[float]:
         c = dataclasses.replace(problem.constraints[0], epsilon=b)
         try:
             at = dataclasses.replace(problem, constraints=(c,))
-            ev = dp.calibrate(at, "restricted_laplace", radius=radius)
+            ev = dp.mechanisms.calibrate(at, "restricted_laplace", radius=radius)
             losses.append(float(ev.loss))
         except ValueError:
             losses.append(math.nan)
@@ -163,7 +163,7 @@ def tupling_points(problem: dp.Problem, samples: int, seed: int) -> list[dict]:
     rows = []
     for k in TUPLING_K:
         for eps_a in BASE_EPSILONS:
-            base = dp.MECHANISMS["restricted_laplace"](problem, epsilon=eps_a, radius=1.5 * cell)
+            base = dp.mechanisms.MECHANISMS["restricted_laplace"](problem, epsilon=eps_a, radius=1.5 * cell)
             tp = dp.mechanisms.Tupling(k, np.asarray(base)[0] if np.ndim(base) == 3 else base)
             p0, p1 = tp.law(lam0), tp.law(lam1)
 

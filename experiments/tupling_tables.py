@@ -65,7 +65,7 @@ def least_true(pred, lo: float, hi: float, steps: int = 30) -> float:
 
 
 def table2(problem, radius: float, samples: int, seed: int) -> list[dict]:
-    k, base = 10, dp.MECHANISMS["restricted_laplace"](problem, epsilon=10.0, radius=radius)
+    k, base = 10, dp.mechanisms.MECHANISMS["restricted_laplace"](problem, epsilon=10.0, radius=radius)
     p0, p1 = _laws(problem, base, k)
     beta, n_out = float(max(p0.max(), p1.max())), problem.shape[2]  # Λ's least β with η = 0
     rows = []
@@ -85,7 +85,7 @@ def table2(problem, radius: float, samples: int, seed: int) -> list[dict]:
 
 
 def table3(problem, radius: float, samples: int, seed: int, max_k: int = 20) -> list[dict]:
-    base = dp.MECHANISMS["restricted_laplace"](problem, epsilon=100.0, radius=radius)
+    base = dp.mechanisms.MECHANISMS["restricted_laplace"](problem, epsilon=100.0, radius=radius)
     rows = []
     for eps in (0.25, 0.5, 1.0, 1.5):
         need = None

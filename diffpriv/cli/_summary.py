@@ -38,7 +38,7 @@ _METHOD_TEXT = {
     "highs": "highs: the exact LP (HiGHS)",
     "clarabel": "clarabel: the exact conic program (cvxpy, Clarabel)",
 }
-"""The ``method`` row: the solver that ran (:attr:`~diffpriv.OptimizeResult.method`)."""
+"""The ``method`` row: the solver that ran (:attr:`~diffpriv.solvers.OptimizeResult.method`)."""
 
 
 def _summary(problem: Problem, cert, seconds: dict[str, float], **solver: Any) -> dict[str, Any]:

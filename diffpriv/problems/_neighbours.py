@@ -37,7 +37,7 @@ def pairs_within(domain: Domain, radius: float) -> tuple[tuple[int, int], ...]:
     matrix is formed.
 
     >>> import diffpriv as dp
-    >>> dp.pairs_within(dp.Domain.grid(2, 2), 1.0)
+    >>> dp.problems.pairs_within(dp.Domain.grid(2, 2), 1.0)
     ((0, 1), (0, 2), (1, 3), (2, 3))
     """
     tree, r = _tree(domain, radius, "pairs_within")

@@ -17,7 +17,7 @@ An objective is a frozen dataclass with a ``kind`` tag, registered in :data:`OBJ
   one marginal constraint, which keeps the problem linear.
 
 A solver that cannot handle an objective says so up front with a one-line
-:class:`~diffpriv.SpecError`. numpy only.
+:class:`~diffpriv.problems.SpecError`. numpy only.
 """
 
 from __future__ import annotations

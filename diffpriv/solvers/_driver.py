@@ -162,7 +162,7 @@ class OptimizeResult:
 
     @property
     def mechanism(self):
-        """The table as a :class:`~diffpriv.Mechanism` (logits ``log A``, zeros masked out)."""
+        """The table as a :class:`~diffpriv.mechanisms.Mechanism` (logits ``log A``, zeros masked out)."""
         from diffpriv.solvers._mechanism import Mechanism
 
         return Mechanism.from_table(self.table)

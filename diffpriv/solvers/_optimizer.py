@@ -83,7 +83,7 @@ class Optimizer(Options):
 
         ``init`` warm-starts PDHG: from an :class:`OptimizeResult` of a problem of the same
         shape (its primal and dual state: the run continues, e.g. at a neighbouring budget), or
-        from a :class:`~diffpriv.Mechanism` or a table (primal only). The result of an exact
+        from a :class:`~diffpriv.mechanisms.Mechanism` or a table (primal only). The result of an exact
         linear run (``method == "highs"``) warm-starts HiGHS instead, from its basis, where the
         route runs the exact LP again (else the run starts cold).
         """
@@ -158,7 +158,7 @@ def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progr
       steps: maximum number of steps (default: :class:`Optimizer`'s).
       seed: PRNG seed of the starting jitter; results are deterministic for a seed.
       progress: show a progress bar (rich, on stderr, when it is a terminal) between chunks.
-      init: warm start, a :class:`~diffpriv.Mechanism` or a table of the problem's shape.
+      init: warm start, a :class:`~diffpriv.mechanisms.Mechanism` or a table of the problem's shape.
       **options: other :class:`Optimizer` fields (``period``, ``omega``, ``gap_tol``, ...).
     """
     if steps is not None:

@@ -1,4 +1,4 @@
-"""The optimizer's settings, declared once (no JAX): the :class:`~diffpriv.Optimizer` takes them,
+"""The optimizer's settings, declared once (no JAX): the :class:`~diffpriv.solvers.Optimizer` takes them,
 and the config schema ``[optimizer]`` is derived from them field by field.
 
 Each field's metadata states its bounds (``ge``, ``gt``, ``le``) and its meaning; the pydantic
@@ -25,7 +25,7 @@ def _f(default, doc: str, **bounds) -> Any:
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """Settings of the optimizer (see :class:`diffpriv.Optimizer`)."""
+    """Settings of the optimizer (see :class:`diffpriv.solvers.Optimizer`)."""
 
     method: Method = _f(
         "auto", "; ".join(f"'{k}': {v}" for k, v in METHODS.items()))

@@ -73,7 +73,7 @@ class PDHGRun:
 
     ``init`` warm-starts it: an :class:`OptimizeResult` of a problem of the same shape (its primal
     and dual state: the run continues, e.g. at a neighbouring budget), or a
-    :class:`~diffpriv.Mechanism` or a table (primal only). A problem too large for the standard
+    :class:`~diffpriv.mechanisms.Mechanism` or a table (primal only). A problem too large for the standard
     plan runs lean (:func:`diffpriv.problems.solver_plan`)."""
 
     def __init__(self, opt, problem: Problem, seed: int, init=None):

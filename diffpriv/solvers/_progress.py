@@ -10,7 +10,7 @@ __all__ = ["progress_bar"]
 
 @contextlib.contextmanager
 def progress_bar(show: bool = True) -> Iterator[Callable[[int, int, float], None] | None]:
-    """Yields the ``progress(done, total, kkt)`` callback of :class:`diffpriv.Optimizer`, or
+    """Yields the ``progress(done, total, kkt)`` callback of :class:`diffpriv.solvers.Optimizer`, or
     ``None`` when ``show`` is false or stderr is not a terminal (so piped output stays clean)."""
     from rich.console import Console
 

@@ -59,7 +59,7 @@ def test_certificate_round_trip_and_verify(cert, tmp_path):
     assert [c.name for c in cert.constraints] == ["distp", "apx", "ldp", "xdp"]
     assert all(c.margin >= 0 and c.witness is not None for c in cert.constraints)
     assert cert.constraints[1].epsilon_at_delta is not None
-    assert cert.problem_hash == dp.problem_hash(dp.problem_from_dict(cert.problem))
+    assert cert.problem_hash == dp.problems.problem_hash(dp.problems.problem_from_dict(cert.problem))
     path = cert.save(tmp_path / "cert.json")
     assert sorted(os.listdir(tmp_path)) == ["cert.json"]
     json.loads(path.read_text())  # strict JSON
@@ -279,7 +279,7 @@ def test_check_certificate_accepts_a_certificate_and_rebuilds_problem_and_table(
     d = cert.to_dict()
     checked = check_certificate(json.loads(json.dumps(d)))
     assert checked.problem.shape == cert.table.shape
-    assert dp.problem_hash(checked.problem) == cert.problem_hash
+    assert dp.problems.problem_hash(checked.problem) == cert.problem_hash
     assert checked.table.dtype == np.float64 and np.array_equal(checked.table, cert.table)
     assert check_certificate(d).data is d
 

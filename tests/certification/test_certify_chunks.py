@@ -111,7 +111,7 @@ def test_memory_is_the_tables_not_comparisons_times_outputs(monkeypatch):
     repair a few tables."""
     n = 20
     dom = dp.Domain.grid(n, n)
-    pairs = dp.pairs_within(dom, 1.0)  # 4-neighbour cells
+    pairs = dp.problems.pairs_within(dom, 1.0)  # 4-neighbour cells
     problem = dp.Problem(dom, dom, dom.distances(dom), np.full(n * n, 1.0 / n**2),
                          constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
     rng = np.random.default_rng(0)

@@ -265,7 +265,7 @@ def test_xdp_huge_exponent_is_met_by_every_finite_level_and_an_overflowing_one_i
     """ε·d(x, x') = 1e306 · 20: every finite level meets it, +∞ does not. At ε = 1e307 the
     product overflows float64: the specification rejects it (issue 6)."""
     X = dp.Domain(("a", "b", "c"), coords=np.array([[0.0], [10.0], [20.0]]))
-    with pytest.raises(dp.SpecError, match=r"constraints\[0\]\.epsilon: .* overflows float64"):
+    with pytest.raises(dp.problems.SpecError, match=r"constraints\[0\]\.epsilon: .* overflows float64"):
         dp.Problem(X, X, np.ones((3, 3)), np.ones(3) / 3, constraints=(dp.ExtendedDP(1e307),))
     problem = dp.Problem(X, X, np.ones((3, 3)), np.ones(3) / 3, constraints=(dp.ExtendedDP(1e306),))
     blocks = problem.blocks()

@@ -95,7 +95,7 @@ def test_round_trip_through_the_arrays_file_matches_pure_json(problem, pair, tmp
     plain_path = plain.save(tmp_path / "plain" / "c.json")
     assert os.listdir(tmp_path / "plain") == ["c.json"]
     assert claims(cert.to_dict()) == claims(plain.to_dict())
-    assert cert.problem_hash == plain.problem_hash == dp.problem_hash(problem)
+    assert cert.problem_hash == plain.problem_hash == dp.problems.problem_hash(problem)
     loaded = Certificate.load(path)
     assert claims(loaded.to_dict()) == claims(json.loads(plain_path.read_text()))
     assert loaded.table.dtype == np.float64 and np.array_equal(loaded.table, plain.table)
@@ -106,7 +106,7 @@ def test_round_trip_through_the_arrays_file_matches_pure_json(problem, pair, tmp
     assert exact.ok and exact.exact
     assert [c.level for c in exact.levels] == [c.level for c in verify(plain_path).levels]
     checked = check_certificate(read_certificate(path))
-    assert dp.problem_hash(checked.problem) == plain.problem_hash
+    assert dp.problems.problem_hash(checked.problem) == plain.problem_hash
     assert np.array_equal(checked.table, plain.table)
 
 
@@ -156,11 +156,12 @@ def _fixed_problems():
 def test_problem_hash_of_small_problems_is_unchanged():
     """Hashes computed by the pure-JSON definition (before arrays files existed)."""
     plain, rich = _fixed_problems()
-    assert dp.problem_hash(plain) == "2459211bebffd30afc28c14c6489da083acf84eeb314018a05d14abda63c76e8"
-    assert dp.problem_hash(rich) == "6a771d75d72b8f9b4e5f71bcb783c08ee5ae21f337c0fa8038535cda861a92af"
+    problem_hash = dp.problems.problem_hash
+    assert problem_hash(plain) == "2459211bebffd30afc28c14c6489da083acf84eeb314018a05d14abda63c76e8"
+    assert problem_hash(rich) == "6a771d75d72b8f9b4e5f71bcb783c08ee5ae21f337c0fa8038535cda861a92af"
     for p in (plain, rich):
-        blob = json.dumps(dp.problem_to_dict(p), sort_keys=True, separators=(",", ":")).encode()
-        assert dp.problem_hash(p) == hashlib.sha256(blob).hexdigest()
+        blob = json.dumps(dp.problems.problem_to_dict(p), sort_keys=True, separators=(",", ":")).encode()
+        assert dp.problems.problem_hash(p) == hashlib.sha256(blob).hexdigest()
 
 
 def test_small_certificate_files_are_byte_identical_to_the_pure_json_format(tmp_path):
@@ -171,7 +172,7 @@ def test_small_certificate_files_are_byte_identical_to_the_pure_json_format(tmp_
                             {"pair": {"items": ["i", "j"]}, "P": [0.25] * 4, "Q": [0.5, 0.5, 0.0, 0.0]},
                             1, 0)
     cert = Certificate(
-        problem=dp.problem_to_dict(rich, arrays=True), problem_hash="ab" * 32, table=table,
+        problem=dp.problems.problem_to_dict(rich, arrays=True), problem_hash="ab" * 32, table=table,
         repair_t=0.125, repair_nu=np.array([0.5, 0.5, 0.0, 0.0]), repair_strategy="violation",
         objective="worst", loss=1.5, expected_loss=1.25, worst_loss=float("inf"),
         constraints=(level,), ok=True, versions={"python": "3", "numpy": "2", "diffpriv": "0"},
@@ -189,32 +190,32 @@ def test_small_certify_output_is_pure_json(problem, tmp_path):
     path = cert.save(tmp_path / "c.json")
     assert os.listdir(tmp_path) == ["c.json"]
     d = json.loads(path.read_text())
-    assert d["problem"] == dp.problem_to_dict(problem) and d["table"] == cert.table.tolist()
+    assert d["problem"] == dp.problems.problem_to_dict(problem) and d["table"] == cert.table.tolist()
     assert path.read_text() == cert.to_json()
 
 
 def test_problem_to_dict_keeps_arrays_on_request(problem):
-    d = dp.problem_to_dict(problem, arrays=True)
+    d = dp.problems.problem_to_dict(problem, arrays=True)
     assert isinstance(d["loss"], np.ndarray) and d["support"].dtype == bool
     assert problem_json.map_arrays(d, lambda f, v: problem_json.array_to_list(v)) == (
-        dp.problem_to_dict(problem))
-    assert dp.problem_hash(dp.problem_from_dict(d)) == dp.problem_hash(problem)
+        dp.problems.problem_to_dict(problem))
+    assert dp.problems.problem_hash(dp.problems.problem_from_dict(d)) == dp.problems.problem_hash(problem)
 
 
 def test_problem_hash_of_large_arrays_is_over_their_digest(problem, monkeypatch):
     """Arrays beyond DIGEST_LIMIT enter the hash as ``{"$array": field, "shape", "dtype",
     "sha256"}``; the hash does not depend on how a certificate stores them."""
-    before = dp.problem_hash(problem)
+    before = dp.problems.problem_hash(problem)
     monkeypatch.setattr(_arrays, "INLINE_LIMIT", 1)  # storage does not change the hash
-    assert dp.problem_hash(problem) == before
+    assert dp.problems.problem_hash(problem) == before
     monkeypatch.setattr(problem_json, "DIGEST_LIMIT", 20)
-    d = dp.problem_to_dict(problem)
+    d = dp.problems.problem_to_dict(problem)
     for key in ("loss", "support", "input_metric"):  # 36 and 72 entries
         a = np.asarray(d[key], dtype=bool if key == "support" else np.float64)
         d[key] = {"$array": key, "shape": list(a.shape), "dtype": a.dtype.name,
                   "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
     blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
-    assert dp.problem_hash(problem) == hashlib.sha256(blob).hexdigest() != before
+    assert dp.problems.problem_hash(problem) == hashlib.sha256(blob).hexdigest() != before
 
 
 # -- tampering -----------------------------------------------------------------------------------

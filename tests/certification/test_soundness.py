@@ -244,7 +244,7 @@ def test_xdp_distance_whose_square_overflows_is_computed_not_infinite():
 def test_xdp_distance_beyond_float64_is_a_spec_error(eps):
     """1.5e308 − (−1.5e308) is not a float64: a one-line error naming the constraint and pair
     (ε = 0 used to give the budget ∞ · 0 = NaN)."""
-    with pytest.raises(dp.SpecError, match=r"^constraints\[0\]: .*'x0' and 'x2'.*float64") as e:
+    with pytest.raises(dp.problems.SpecError, match=r"^constraints\[0\]: .*'x0' and 'x2'.*float64") as e:
         xdp([[-1.5e308], [0.0], [1.5e308]], eps)
     assert "\n" not in str(e.value)
 
@@ -256,7 +256,7 @@ def test_xdp_distance_beyond_float64_is_a_spec_error(eps):
 def test_xdp_budget_overflow_is_a_spec_error_naming_epsilon(coords, metric):
     """ε·d = 1e307 · 20 overflows float64: rejected, naming the field and the pair."""
     X = dp.Domain(("a", "b", "c"), coords=None if coords is None else np.array(coords))
-    with pytest.raises(dp.SpecError, match=r"^constraints\[0\]\.epsilon: .*'a', 'c'"):
+    with pytest.raises(dp.problems.SpecError, match=r"^constraints\[0\]\.epsilon: .*'a', 'c'"):
         dp.Problem(X, X, np.ones((3, 3)), np.ones(3) / 3, constraints=(dp.ExtendedDP(1e307),),
                    input_metric=None if metric is None else np.array(metric))
     ok = dp.Problem(X, X, np.ones((3, 3)), np.ones(3) / 3, constraints=(dp.ExtendedDP(1e306),),
@@ -439,7 +439,7 @@ COORD = st.sampled_from([0.0, TINIEST, 1.575e-162, 1e-160, 1e-100, 0.5, 1.0, 3.0
 def test_sweep_xdp(table, eps, coords):
     try:
         problem = xdp(coords, eps)
-    except dp.SpecError:  # only where a budget ε·d or a distance is beyond float64
+    except dp.problems.SpecError:  # only where a budget ε·d or a distance is beyond float64
         c = [[Fraction(v) for v in row] for row in coords]
         D = max(sum((u - v) ** 2 for u, v in zip(a, b, strict=True)) for a in c for b in c)
         assert max(Fraction(eps), Fraction(1)) ** 2 * D > Fraction(1e308) ** 2

@@ -205,7 +205,7 @@ def test_reference_certify_export_round_trip(runner, lp_certificate):
 
 
 def cert_problem(cert):
-    from diffpriv import problem_from_dict
+    from diffpriv.problems import problem_from_dict
 
     return problem_from_dict(cert.problem)
 

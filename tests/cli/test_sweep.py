@@ -129,7 +129,7 @@ def test_bad_sweeps_are_refused(city):
         dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.1),))
     with pytest.raises(ValueError, match="has no delta budget"):
         dp.sweep(kl, [0.1], field="delta")
-    with pytest.raises(dp.SpecError):
+    with pytest.raises(dp.problems.SpecError):
         dp.sweep(city, [-1.0])
     for args, message in [((1.0, 0.5, 3), "LO <= HI"), ((0.0, 1.0, 3, True), "LO > 0"),
                           ((0.5, 1.0, 0), "positive integer"), ((0.5, 1.0, 1), "LO = HI")]:

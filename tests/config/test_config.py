@@ -354,7 +354,7 @@ def test_domain_units_travel_from_config_to_certificate_and_axes(tmp_path):
     cert = dp.certify(problem, np.full(problem.shape, 1.0 / problem.shape[2]), repair=True)
     path = cert.save(tmp_path / "c.json")
     assert dp.verify(path).ok  # the certifier re-reads it, units and all
-    back = dp.problem_from_dict(dp.Certificate.load(path).problem)
+    back = dp.problems.problem_from_dict(dp.Certificate.load(path).problem)
     assert back.inputs.units == back.outputs.units == "km"
     ax = Figure().subplots()
     _plane(ax, problem.inputs.coords, problem.prior[0], "viridis", 1.0, back.inputs.units)

@@ -61,7 +61,7 @@ class Chain:
 @pytest.fixture
 def chain():
     """``Chain`` registered for one test."""
-    dp.register(Chain)
+    dp.problems.register(Chain)
     yield Chain
     FAMILIES.pop(Chain.kind)
 

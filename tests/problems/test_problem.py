@@ -12,7 +12,7 @@ import pytest
 import diffpriv as dp
 from diffpriv.problems._json import problem_from_dict, problem_hash, problem_to_dict
 
-SpecError = dp.SpecError
+SpecError = dp.problems.SpecError
 
 
 def make(**changes) -> dp.Problem:
@@ -158,7 +158,8 @@ def test_blocks_are_typed_cached_and_read_only():
     p = make(constraints=(dp.DistP(((0, 1),), 1.0), dp.LocalDP(1.0), dp.ExtendedDP(0.5)))
     blocks = p.blocks()
     assert p.blocks() is blocks
-    assert [type(b) for b in blocks] == [dp.MixtureBlock, dp.PairBlock, dp.PairBlock]
+    P = dp.problems
+    assert [type(b) for b in blocks] == [P.MixtureBlock, P.PairBlock, P.PairBlock]
     assert [b.size for b in blocks] == [1, 3, 3] and [b.constraint for b in blocks] == [0, 1, 2]
     assert [b.divergence for b in blocks] == ["max", "max", "max"]
     xdp = blocks[2]  # all pairs x < x' of the three inputs, ε·d as budget, d as scale
@@ -176,15 +177,15 @@ def test_blocks_are_typed_cached_and_read_only():
     assert blocks[2].describe(0, p)["distance"] == pytest.approx(float(p.metric()[0, 1]))
     # Building a block copies: the caller's arrays stay writable and unchanged.
     w = np.eye(2)
-    c = dp.MixtureBlock(0, np.zeros(2, int), w, np.zeros(2, int), w, np.zeros((2, 2), int),
+    c = dp.problems.MixtureBlock(0, np.zeros(2, int), w, np.zeros(2, int), w, np.zeros((2, 2), int),
                         np.ones(2), np.ones(2))
     assert w.flags.writeable and c.wa is not w and c.sa.dtype == np.int64
     with pytest.raises(ValueError, match="divergence"):
-        dp.PairBlock(0, [0], [0], [1], [1.0], [1.0], delta=0.1, divergence="max")
+        dp.problems.PairBlock(0, [0], [0], [1], [1.0], [1.0], delta=0.1, divergence="max")
 
 
 def test_short_docstrings_exist():
-    for obj in (dp.Domain.size, dp.Domain.index, dp.PairBlock.size, dp.MixtureBlock.size):
+    for obj in (dp.Domain.size, dp.Domain.index, dp.problems.PairBlock.size, dp.problems.MixtureBlock.size):
         assert obj.__doc__ and obj.__doc__.strip()
 
 
@@ -303,7 +304,7 @@ def test_size_estimates_scale_with_pairs_not_with_dense_rows():
 
 
 @dataclasses.dataclass(frozen=True)
-class _RowPower(dp.Objective):
+class _RowPower(dp.problems.Objective):
     """A test objective with a parameter: Σ π[s,x] (Σ_y A L)^p (not linear for p ≠ 1)."""
 
     power: float = 2.0
@@ -318,9 +319,9 @@ class _RowPower(dp.Objective):
 
 @pytest.fixture(scope="module")
 def row_power():
-    dp.register_objective(_RowPower)
+    dp.problems.register_objective(_RowPower)
     yield _RowPower
-    del dp.OBJECTIVES[_RowPower.kind]
+    del dp.problems.OBJECTIVES[_RowPower.kind]
 
 
 def test_objective_kinds_and_objects_are_the_same_problem():
@@ -381,26 +382,26 @@ def test_a_certificate_with_another_objective_fails_verification():
 
 def test_a_kind_is_registered_once():
     with pytest.raises(ValueError, match=r"^constraint kind 'distp' is registered twice$"):
-        dp.register(dp.DistP)
+        dp.problems.register(dp.DistP)
     with pytest.raises(ValueError, match=r"^objective kind 'worst' is registered twice$"):
-        dp.register_objective(dp.WorstCaseLoss)
-    assert dp.FAMILIES["distp"] is dp.DistP and dp.OBJECTIVES["worst"] is dp.WorstCaseLoss
+        dp.problems.register_objective(dp.WorstCaseLoss)
+    assert dp.problems.FAMILIES["distp"] is dp.DistP and dp.problems.OBJECTIVES["worst"] is dp.WorstCaseLoss
 
 
 @pytest.mark.parametrize("radius", [1.0, np.sqrt(2.0), 2.5])
 def test_pairs_within_is_the_brute_force_radius_graph(radius):
-    """``dp.pairs_within`` lists exactly the pairs ``i < j`` at most ``radius`` apart (a 6 × 7
+    """``dp.problems.pairs_within`` lists exactly the pairs ``i < j`` at most ``radius`` apart (a 6 × 7
     grid: 4-neighbour, 8-neighbour and a wider radius), sorted, against the distance matrix."""
     dom = dp.Domain.grid(6, 7, 1.0)
     d = dom.distances(dom)
     i, j = np.nonzero(np.triu(d <= radius * (1 + 1e-9), k=1))
-    assert dp.count_pairs_within(dom, radius) == i.size
-    assert dp.pairs_within(dom, radius) == tuple(zip(i.tolist(), j.tolist(), strict=True))
-    assert len(dp.pairs_within(dp.Domain.grid(6, 7), 1.0)) == 6 * 6 + 5 * 7
-    with pytest.raises(dp.SpecError, match="domain.pairs_within: needs coordinates"):
-        dp.pairs_within(dp.Domain(("a", "b")), 1.0)
-    with pytest.raises(dp.SpecError, match="domain.pairs_within: radius must be finite"):
-        dp.pairs_within(dom, float("nan"))
+    assert dp.problems.count_pairs_within(dom, radius) == i.size
+    assert dp.problems.pairs_within(dom, radius) == tuple(zip(i.tolist(), j.tolist(), strict=True))
+    assert len(dp.problems.pairs_within(dp.Domain.grid(6, 7), 1.0)) == 6 * 6 + 5 * 7
+    with pytest.raises(dp.problems.SpecError, match="domain.pairs_within: needs coordinates"):
+        dp.problems.pairs_within(dp.Domain(("a", "b")), 1.0)
+    with pytest.raises(dp.problems.SpecError, match="domain.pairs_within: radius must be finite"):
+        dp.problems.pairs_within(dom, float("nan"))
 
 
 def test_scaled_multiplies_every_budget_and_leaves_the_problem_alone():

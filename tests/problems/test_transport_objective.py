@@ -373,7 +373,7 @@ def test_items_transport_trades_off_with_epsilon():
 
 
 def test_items_without_items_is_a_one_line_spec_error():
-    with pytest.raises(dp.SpecError) as err:
+    with pytest.raises(dp.problems.SpecError) as err:
         bare_problem(1.0 - np.eye(3), np.full((1, 3), 1 / 3),
                      objective={"kind": "transport", "laws": "items"})
     assert str(err.value) == "objective.laws: 'items' needs protected items; the problem has none"
@@ -388,7 +388,7 @@ def test_a_bad_laws_value_is_a_one_line_spec_error(bad):
     for make in (lambda: dp.TransportLoss(laws=bad),
                  lambda: bare_problem(1.0 - np.eye(2), np.full((1, 2), 0.5),
                                       objective={"kind": "transport", "laws": bad})):
-        with pytest.raises(dp.SpecError) as err:
+        with pytest.raises(dp.problems.SpecError) as err:
             make()
         assert str(err.value) == f"objective.laws: must be 'prior', 'profiles', 'items', got {bad!r}"
 
@@ -453,13 +453,13 @@ def test_convex_reference_with_a_kl_budget():
 
 def test_convex_reference_rejects_an_unknown_objective_in_one_line():
     @dataclasses.dataclass(frozen=True)
-    class Median(dp.Objective):
+    class Median(dp.problems.Objective):
         kind = "median_test"
         text = "median"
         epigraph = ""
 
     problem = dataclasses.replace(kl_problem(0.1, "expected"), objective=Median())
-    with pytest.raises(dp.SpecError, match=r"^objective: the convex reference handles 'expected', "
+    with pytest.raises(dp.problems.SpecError, match=r"^objective: the convex reference handles 'expected', "
                                            r"'worst', 'entry' and 'transport', not 'median_test'$"):
         dp.solvers.convex(problem)
 

@@ -147,11 +147,11 @@ def test_applies_and_the_auto_choice():
 
 
 def test_a_frontier_runs_cuts_budget_by_budget():
-    """``dp.solve_batch`` on KL DistP (the shipped city's form): each budget's table certified
+    """``dp.solvers.solve_batch`` on KL DistP (the shipped city's form): each budget's table certified
     within 10⁻⁴ of its own bound, every bound below the convex optimum."""
     problem, _ = dp.load_config("configs/kl-city.toml")
     scales = np.array([0.5, 2.0])
-    tables, bounds = dp.solve_batch(problem, scales)
+    tables, bounds = dp.solvers.solve_batch(problem, scales)
     for s, table, bound in zip(scales, tables, bounds, strict=True):
         p = dataclasses.replace(problem, constraints=tuple(
             dataclasses.replace(c, epsilon=c.epsilon * s) for c in problem.constraints))

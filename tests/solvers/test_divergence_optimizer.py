@@ -109,12 +109,12 @@ def test_the_optimizer_refuses_what_it_cannot_do_in_one_line():
 
 
 def test_solve_batch_runs_a_divergence_frontier_as_one_vmapped_program():
-    """``dp.solve_batch`` under a divergence constraint: the budgets (ε and the divergence's)
+    """``dp.solvers.solve_batch`` under a divergence constraint: the budgets (ε and the divergence's)
     scaled per batch element, one compiled program; each table certifies within 1 % of the
     convex optimum at its budget, each bound is below it."""
     problem = with_constraints(1, dp.DivergenceDP(divergence="kl", epsilon=0.2))
     scales = np.array([0.5, 2.0])
-    tables, bounds = dp.solve_batch(problem, scales, steps=10_000)
+    tables, bounds = dp.solvers.solve_batch(problem, scales, steps=10_000)
     for scale, table, bound in zip(scales, tables, bounds, strict=True):
         p = with_constraints(1, dp.DivergenceDP(divergence="kl", epsilon=0.2 * scale))
         ref = dp.solvers.convex(p).value
@@ -124,12 +124,12 @@ def test_solve_batch_runs_a_divergence_frontier_as_one_vmapped_program():
 
 
 def test_solve_batch_runs_the_smoothed_dual_budget_after_budget():
-    """``dp.solve_batch`` on divergence DistP runs the smoothed dual at each budget in turn,
+    """``dp.solvers.solve_batch`` on divergence DistP runs the smoothed dual at each budget in turn,
     warm-started from the last: each table certifies within 1 % of the convex optimum at its
     budget, each bound is below it."""
     problem = with_constraints(2, dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.05))
     scales = np.array([0.5, 2.0])
-    tables, bounds = dp.solve_batch(problem, scales, gap_tol=1e-2)
+    tables, bounds = dp.solvers.solve_batch(problem, scales, gap_tol=1e-2)
     for scale, table, bound in zip(scales, tables, bounds, strict=True):
         p = with_constraints(2, dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.05 * scale))
         ref = dp.solvers.convex(p).value
@@ -157,5 +157,5 @@ def test_the_bound_is_never_below_each_rows_cheapest_output(objective):
         return  # the optimizer's use of it is the same for both objectives (compiling twice: 25 s)
     short = dp.optimize(problem, method="pdhg", steps=1)
     assert floor <= short.lower_bound <= ref * (1 + 1e-7)
-    _, bounds = dp.solve_batch(problem, np.array([0.5, 1.0]), steps=1)
+    _, bounds = dp.solvers.solve_batch(problem, np.array([0.5, 1.0]), steps=1)
     assert np.all(bounds >= floor) and np.all(bounds[1] <= ref * (1 + 1e-7))

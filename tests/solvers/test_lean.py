@@ -27,7 +27,7 @@ from diffpriv.solvers._polish import violation
 def grid_xdp(n: int, eps: float = 0.5) -> dp.Problem:
     """Geo-indistinguishability on an ``n × n`` grid with grid4 neighbours."""
     dom = dp.Domain.grid(n, n, 1.0)
-    pairs = dp.pairs_within(dom, 1.0)  # 4-neighbour cells
+    pairs = dp.problems.pairs_within(dom, 1.0)  # 4-neighbour cells
     prior = np.random.default_rng(n).dirichlet(np.ones(n * n))
     return dp.Problem(dom, dom, dom.distances(dom), prior,
                       constraints=(dp.ExtendedDP(eps, pairs=pairs),))

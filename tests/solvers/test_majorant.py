@@ -15,7 +15,7 @@ from diffpriv.solvers._linear import tighten_eps
 
 def geo_problem(n=4, eps=0.7, seed=0):
     dom = dp.Domain.grid(n, n, 1.0)
-    pairs = dp.pairs_within(dom, 1.0)  # 4-neighbour cells
+    pairs = dp.problems.pairs_within(dom, 1.0)  # 4-neighbour cells
     prior = np.random.default_rng(seed).dirichlet(np.ones(n * n))
     return dp.Problem(dom, dom, dom.distances(dom), prior,
                       constraints=(dp.ExtendedDP(eps, pairs=pairs),))

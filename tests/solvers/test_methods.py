@@ -25,7 +25,7 @@ def _kl(n_in: int = 5, eps: float = 0.1) -> dp.Problem:
 def _geo(n: int) -> dp.Problem:
     dom = dp.Domain.grid(n, n, 1.0)
     return dp.Problem(dom, dom, dom.distances(dom), np.full(n * n, 1 / n**2),
-                      constraints=(dp.ExtendedDP(0.5, pairs=dp.pairs_within(dom, 1.0)),))
+                      constraints=(dp.ExtendedDP(0.5, pairs=dp.problems.pairs_within(dom, 1.0)),))
 
 
 def test_the_options_allow_exactly_the_methods_of_the_table():
@@ -102,7 +102,7 @@ def test_auto_falls_back_to_pdhg_when_the_lp_fails_and_exact_says_why():
     assert exact_solver(problem) == "highs"
     result = dp.optimize(problem, steps=20_000)
     assert result.method == "pdhg" and result.infeasible
-    with pytest.raises(dp.ReferenceSolveError, match="nfeasible"):
+    with pytest.raises(dp.solvers.ReferenceSolveError, match="nfeasible"):
         dp.optimize(problem, method="exact")
     with pytest.raises(ValueError, match="^init: warm starts need method 'pdhg'$"):
         dp.optimize(k_rr_problem(3, 1.0), method="exact", init=np.full((1, 3, 3), 1 / 3))

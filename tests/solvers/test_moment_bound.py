@@ -24,7 +24,8 @@ def grid(n, epsilon, loss=None):
     prior = np.random.default_rng(n).dirichlet(np.ones(n * n))
     dist = dom.distances(dom)
     return dp.Problem(dom, dom, dist if loss is None else loss(dist), prior,
-                      constraints=(dp.WassersteinDP(epsilon=epsilon, pairs=dp.pairs_within(dom, 1.0)),))
+                      constraints=(dp.WassersteinDP(epsilon=epsilon,
+                                                    pairs=dp.problems.pairs_within(dom, 1.0)),))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -80,7 +80,7 @@ def test_epigraph_objectives_close_to_lp(objective):
     assert cert.ok
     assert result.lower_bound <= ref.value * (1 + 1e-9) + 1e-12
     assert ref.value * (1 - 1e-9) <= cert.loss <= ref.value * 1.002
-    _, bounds = dp.solve_batch(problem, np.array([0.5, 1.0]), steps=2000, polish=False)
+    _, bounds = dp.solvers.solve_batch(problem, np.array([0.5, 1.0]), steps=2000, polish=False)
     assert np.all(bounds <= [solve_lp(_scale_eps(problem, 0.5)).value * (1 + 1e-9), ref.value * (1 + 1e-9)])
     al = dp.optimize(problem, method="al", steps=2000)
     assert al.lower_bound <= ref.value * (1 + 1e-9) + 1e-12
@@ -106,7 +106,7 @@ def test_same_shapes_do_not_recompile():
 def test_batch_over_budgets_matches_single_runs():
     problem = random_problem(4, n_in=6, n_out=6, extra="none")
     scales = np.array([0.5, 1.0, 2.0])
-    tables, bounds = dp.solve_batch(problem, scales, steps=3000, polish=False)
+    tables, bounds = dp.solvers.solve_batch(problem, scales, steps=3000, polish=False)
     for s, table, bound in zip(scales, tables, bounds, strict=True):
         scaled = _scale_eps(problem, s)
         single = dp.optimize(scaled, method="pdhg", steps=3000, polish=False)
@@ -127,13 +127,13 @@ def _scale_eps(problem, s):
 def test_mechanism_is_softmax_of_logits_on_support():
     support = np.ones((1, 3, 4), dtype=bool)
     support[0, 0, 1:] = False
-    m = dp.Mechanism(jax.numpy.asarray(np.random.default_rng(0).normal(size=(1, 3, 4))),
+    m = dp.mechanisms.Mechanism(jax.numpy.asarray(np.random.default_rng(0).normal(size=(1, 3, 4))),
                      jax.numpy.asarray(support))
     table = np.asarray(m.table())
     np.testing.assert_allclose(table.sum(-1), 1.0, rtol=1e-14)
     assert table[0, 0, 1:].max() == 0.0
     np.testing.assert_allclose(np.exp(np.asarray(m.log_table())), table, rtol=1e-14)
-    back = dp.Mechanism.from_table(table)
+    back = dp.mechanisms.Mechanism.from_table(table)
     np.testing.assert_allclose(np.asarray(back.table()), table, rtol=1e-12)
 
 
@@ -177,7 +177,7 @@ def test_infeasible_problem_is_detected_by_the_dual_bound():
     """Support radius 2 with distant home/out distributions: no table meets ε = 1 (the LP says
     infeasible); the dual bound grows past any achievable loss, which proves it."""
     problem, _ = _home_out_with_radius(2.0)
-    with pytest.raises(dp.ReferenceSolveError, match="nfeasible"):
+    with pytest.raises(dp.solvers.ReferenceSolveError, match="nfeasible"):
         solve_lp(problem)
     assert dp.optimize(problem, method="pdhg", steps=20_000).infeasible
     assert not dp.optimize(k_rr_problem(3, 1.0), method="pdhg").infeasible
@@ -210,7 +210,7 @@ def test_warm_start_from_a_mechanism():
     mechanism reproduces its table; a wrong shape is a clear error."""
     problem = random_problem(2)
     ref = solve_lp(problem)
-    warm = dp.optimize(problem, method="pdhg", steps=5000, init=dp.Mechanism.from_table(ref.table))
+    warm = dp.optimize(problem, method="pdhg", steps=5000, init=dp.mechanisms.Mechanism.from_table(ref.table))
     assert certify(problem, warm.table, repair=True).loss <= ref.value * 1.002
     np.testing.assert_allclose(np.asarray(warm.mechanism.table()), warm.table, atol=1e-12)
     with pytest.raises(ValueError, match="init: shape"):
@@ -231,13 +231,13 @@ def test_huge_epsilon_stays_finite_and_every_traced_bound_is_valid():
 
 def test_batch_does_not_recompile_and_rejects_other_methods():
     problem = random_problem(4, n_in=5, n_out=5, extra="none")
-    dp.solve_batch(problem, [1.0, 2.0], steps=1000)
+    dp.solvers.solve_batch(problem, [1.0, 2.0], steps=1000)
     before = _optimizer._batch._cache_size()
-    dp.solve_batch(random_problem(5, n_in=5, n_out=5, n_pairs=sum(b.size for b in problem.blocks()),
+    dp.solvers.solve_batch(random_problem(5, n_in=5, n_out=5, n_pairs=sum(b.size for b in problem.blocks()),
                                   n_profiles=len(problem.profiles), extra="none"), [0.5, 3.0], steps=1000)
     assert _optimizer._batch._cache_size() == before
     with pytest.raises(ValueError, match="optimizer.method"):
-        dp.solve_batch(problem, [1.0], method="al")
+        dp.solvers.solve_batch(problem, [1.0], method="al")
 
 
 def test_seed_is_validated():
@@ -263,7 +263,7 @@ def test_adaptive_restarts_keep_averaging_on_a_geo_grid():
     enough (no fixed-period or artificial restarts), 5,000 steps give a certified lower bound
     within 3 % of the LP optimum (fixed restarts every period gave 4.6 %)."""
     dom = dp.Domain.grid(8, 8, 1.0)
-    pairs = dp.pairs_within(dom, 1.0)  # 4-neighbour cells
+    pairs = dp.problems.pairs_within(dom, 1.0)  # 4-neighbour cells
     problem = dp.Problem(dom, dom, dom.distances(dom), np.full(64, 1 / 64),
                          constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
     ref = solve_lp(problem).value

@@ -62,7 +62,7 @@ def test_results_carry_a_known_status_and_their_gap_by_the_rule():
     assert result.gap == _driver.relative_gap(result.objective, result.lower_bound)
     with pytest.raises(ValueError):
         _driver.make_result(problem, result.table, 0.0, status="done", steps=1, start=0.0, compiled=0.0,
-                            seed=0, options=dp.Optimizer())
+                            seed=0, options=dp.solvers.Optimizer())
     with pytest.raises(FloatingPointError):
         _driver.check_finite(np.array([np.nan]))
 
@@ -86,12 +86,12 @@ class _Counting:
 def test_drive_stops_on_the_runs_status_or_its_step_limit_and_reports_each_chunk():
     problem = dp.problems.random_problem(0, n_in=2, n_out=2)
     seen = []
-    result = _driver.drive(lambda: _Counting(3, _driver.Status.CONVERGED), problem, dp.Optimizer(), 7,
+    result = _driver.drive(lambda: _Counting(3, _driver.Status.CONVERGED), problem, dp.solvers.Optimizer(), 7,
                            lambda done, total, gap: seen.append((done, total, gap)))
     assert (result.status, result.steps, result.seed, result.method) == ("converged", 30, 7, "al")
     assert seen == [(10, 100, 0.1), (20, 100, 0.05), (30, 100, 1 / 30)]
     assert result.gap == _driver.relative_gap(result.objective, 0.25)
-    limited = _driver.drive(lambda: _Counting(50, None), problem, dp.Optimizer(), 0)
+    limited = _driver.drive(lambda: _Counting(50, None), problem, dp.solvers.Optimizer(), 0)
     assert (limited.status, limited.steps) == ("step limit", 100)
 
 
@@ -157,7 +157,7 @@ res = dp.optimize(problem, method="pdhg", gap_tol=1e-6, steps=20000)
 assert not jax.config.jax_enable_x64
 loss = problem.objective_value(res.table)
 assert res.lower_bound <= lp * (1 + 1e-9) and abs(loss - lp) <= 1e-4 * lp, (loss, res.lower_bound, lp)
-assert dp.Mechanism.uniform((1, 2, 2)).table().dtype == np.float64
+assert dp.mechanisms.Mechanism.uniform((1, 2, 2)).table().dtype == np.float64
 from diffpriv.solvers import _driver
 try:
     _driver.drive(lambda: None, problem, None, 0)

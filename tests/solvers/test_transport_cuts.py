@@ -34,7 +34,7 @@ CASES = {
 
 def drive(problem, gap_tol=1e-4):
     """The run, round by round: ``(run, [bound after each round])``."""
-    run = _transport_cuts.TransportCutsRun(dp.Optimizer(method="cuts", gap_tol=gap_tol), problem, 0)
+    run = _transport_cuts.TransportCutsRun(dp.solvers.Optimizer(method="cuts", gap_tol=gap_tol), problem, 0)
     bounds = []
     for _ in range(run.total):
         chunk = run.chunk()

@@ -71,7 +71,7 @@ def test_warm_start_and_the_optimizers_table_shape():
 def test_solve_batch_bounds_below_each_lp():
     problem = transport(random_problem(4, n_in=5, n_out=5), "items")
     scales = [0.5, 1.0, 2.0]
-    tables, bounds = dp.solve_batch(problem, scales, steps=4000)
+    tables, bounds = dp.solvers.solve_batch(problem, scales, steps=4000)
     assert tables.shape == (3, *problem.shape)
     np.testing.assert_allclose(tables.sum(axis=-1), 1.0, atol=1e-12)
     for scale, bound in zip(scales, bounds, strict=True):

@@ -137,7 +137,7 @@ def test_worst_case_objectives_run_on_the_lifted_pdhg(objective, outputs, order)
 def test_a_batch_under_the_worst_case_objective_matches_the_convex_reference():
     scales = (0.5, 1.0)
     problem = dataclasses.replace(problem_on(GRID, 1.0, epsilon=0.15, seed=3), objective=dp.WorstCaseLoss())
-    tables, bounds = dp.solve_batch(problem, scales)
+    tables, bounds = dp.solvers.solve_batch(problem, scales)
     for scale, table, bound in zip(scales, tables, bounds, strict=True):
         scaled = dataclasses.replace(problem_on(GRID, 1.0, epsilon=0.15 * scale, seed=3),
                                      objective=dp.WorstCaseLoss())
@@ -165,7 +165,7 @@ def test_a_batch_of_budgets_matches_the_convex_reference_at_each():
     """``solve_batch`` scales ε (so ``ε^μ`` by ``scale^μ``) inside one vmap-ed program."""
     scales = (0.5, 1.0, 2.0)
     problem = problem_on(LINE, 2.0, epsilon=0.3, seed=5)
-    tables, bounds = dp.solve_batch(problem, scales, steps=100_000)
+    tables, bounds = dp.solvers.solve_batch(problem, scales, steps=100_000)
     for scale, table, bound in zip(scales, tables, bounds, strict=True):
         scaled = problem_on(LINE, 2.0, epsilon=0.3 * scale, seed=5)
         ref = dp.solvers.convex(scaled).value
@@ -188,7 +188,7 @@ def test_the_shipped_wasserstein_config_converges_to_the_convex_optimum():
 
 def test_progress_is_reported_after_each_chunk():
     calls = []
-    result = dp.Optimizer(method="pdhg", chunk=2, period=500)(problem_on(GRID, 1.0, epsilon=0.4, seed=3),
-                                               progress=lambda *a: calls.append(a))
+    optimizer = dp.solvers.Optimizer(method="pdhg", chunk=2, period=500)
+    result = optimizer(problem_on(GRID, 1.0, epsilon=0.4, seed=3), progress=lambda *a: calls.append(a))
     assert len(calls) == result.steps // 1000 + (result.steps % 1000 > 0)
     assert calls[-1][0] == result.steps and calls[-1][1] == 100_000
