@@ -39,7 +39,7 @@ from diffpriv.mechanisms._profile_based import (
     smooth_categorical,
     smooth_one_bit,
 )
-from diffpriv.mechanisms._registry import MECHANISMS, ParameterError, mechanism
+from diffpriv.mechanisms._registry import MECHANISMS, ParameterError, register_mechanism
 from diffpriv.mechanisms._tupling import (
     DeltaEstimate,
     Tupling,
@@ -83,7 +83,7 @@ __all__ = [
     "evaluate_tupling",
     "flip_probability",
     "format_comparison",
-    "mechanism",
+    "register_mechanism",
     "one_bit_cluster",
     "optimal_coupling",
     "smooth_categorical",

@@ -31,7 +31,7 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-from diffpriv.mechanisms._registry import ParameterError, mechanism
+from diffpriv.mechanisms._registry import ParameterError, register_mechanism
 
 __all__ = ["krr", "planar_gaussian", "planar_laplace", "restricted_laplace", "exponential_table"]
 
@@ -117,7 +117,7 @@ def exponential_table(problem, d: np.ndarray, rate: float, *, power: int = 1,
     return table
 
 
-@mechanism("krr", params={"epsilon": None}, calibrate="epsilon",
+@register_mechanism("krr", params={"epsilon": None}, calibrate="epsilon",
            summary="k-ary randomized response: e^ε/(e^ε+k−1) on the true value, 1/(e^ε+k−1) elsewhere")
 def krr(problem, *, epsilon: float) -> np.ndarray:
     """k-ary randomized response (Warner 1965; Kairouz, Oh & Viswanath 2014).
@@ -153,7 +153,7 @@ def krr(problem, *, epsilon: float) -> np.ndarray:
     return exponential_table(problem, np.where(same, 0.0, 1.0), eps)
 
 
-@mechanism("planar_laplace", params={"epsilon": None}, calibrate="epsilon",
+@register_mechanism("planar_laplace", params={"epsilon": None}, calibrate="epsilon",
            summary="planar Laplace (geo-indistinguishability): A[x,y] ∝ exp(−ε·d(x,y))")
 def planar_laplace(problem, *, epsilon: float) -> np.ndarray:
     """The discrete planar Laplace mechanism (Andrés et al. 2013, *Geo-indistinguishability*).
@@ -171,7 +171,7 @@ def planar_laplace(problem, *, epsilon: float) -> np.ndarray:
     return exponential_table(problem, d, eps)
 
 
-@mechanism("planar_gaussian", params={"precision": None}, calibrate="precision",
+@register_mechanism("planar_gaussian", params={"precision": None}, calibrate="precision",
            summary="planar Gaussian: A[x,y] ∝ exp(−d(x,y)²/(2σ²)), precision = 1/σ")
 def planar_gaussian(problem, *, precision: float) -> np.ndarray:
     """The discrete planar Gaussian mechanism, ``A[s, x, y] ∝ exp(−d(x, y)² / (2σ²))``.
@@ -191,7 +191,7 @@ def planar_gaussian(problem, *, precision: float) -> np.ndarray:
     return exponential_table(problem, d, p, power=2)
 
 
-@mechanism("restricted_laplace", params={"epsilon": None, "radius": None}, calibrate="epsilon",
+@register_mechanism("restricted_laplace", params={"epsilon": None, "radius": None}, calibrate="epsilon",
            summary="restricted Laplace RL(ε, r): planar Laplace restricted to d(x,y) ≤ r")
 def restricted_laplace(problem, *, epsilon: float, radius: float) -> np.ndarray:
     """The (ε_A, r)-restricted Laplace mechanism (Kawamoto & Murakami 2019, *Local obfuscation

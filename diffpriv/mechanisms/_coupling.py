@@ -41,7 +41,7 @@ import scipy.optimize
 import scipy.sparse
 
 from diffpriv.measures._pot import pot
-from diffpriv.mechanisms._registry import ParameterError, mechanism
+from diffpriv.mechanisms._registry import ParameterError, register_mechanism
 
 __all__ = [
     "MASS_TOLERANCE",
@@ -409,7 +409,7 @@ def coupling_details(problem, *, target, source, perturb, seed, worst, estimate)
     return {"estimate": lam.tolist(), "loss_under_estimate": known}
 
 
-@mechanism(
+@register_mechanism(
     "coupling",
     params={"target": "barycenter", "source": "items", "perturb": 0.0, "seed": 0, "worst": False,
             "estimate": ""},

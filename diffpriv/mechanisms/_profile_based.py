@@ -53,7 +53,7 @@ import scipy.sparse.csgraph
 
 from diffpriv.certification import REPAIR_FACTOR, pure_bound
 from diffpriv.mechanisms._coupling import flag
-from diffpriv.mechanisms._registry import mechanism
+from diffpriv.mechanisms._registry import register_mechanism
 from diffpriv.problems._known import randomized_response
 from diffpriv.problems._problem import DistP, Domain, Item, Problem
 
@@ -453,7 +453,7 @@ def _to_problem(problem, g: _Graph, tables: np.ndarray) -> np.ndarray:
     return out
 
 
-@mechanism("one_bit_cluster", params={}, calibrate=None,
+@register_mechanism("one_bit_cluster", params={}, calibrate=None,
            summary="One Bit Cluster (Geumlek & Chaudhuri 2019): one flip per component of the "
                    "profile graph, the largest its edges need")
 def build_one_bit_cluster(problem) -> np.ndarray:
@@ -478,7 +478,7 @@ def build_one_bit_cluster(problem) -> np.ndarray:
     return _to_problem(problem, g, flip_tables(alpha[m:]))
 
 
-@mechanism("smooth_one_bit", params={"tie_break": True}, calibrate=None,
+@register_mechanism("smooth_one_bit", params={"tie_break": True}, calibrate=None,
            summary="Smooth One Bit (Geumlek & Chaudhuri 2019): a flip per profile, LP (5)")
 def build_smooth_one_bit(problem, *, tie_break) -> np.ndarray:
     """Smooth One Bit (LP (5)) on a one-bit problem; the profiles' items and DistP pairs are the
@@ -491,7 +491,7 @@ def build_smooth_one_bit(problem, *, tie_break) -> np.ndarray:
     return _to_problem(problem, g, flip_tables(sol.tables[:, 0, 1]))
 
 
-@mechanism("smooth_categorical", params={"objective": "entries", "tie_break": True}, calibrate=None,
+@register_mechanism("smooth_categorical", params={"objective": "entries", "tie_break": True}, calibrate=None,
            summary="Smooth Categorical (Geumlek & Chaudhuri 2019): a matrix per profile, LP (6)")
 def build_smooth_categorical(problem, *, objective, tie_break) -> np.ndarray:
     """Smooth Categorical (LP (6), or ``objective="rows"``/``"expected"`` as in

@@ -3,7 +3,7 @@
 A mechanism here is a function ``build(problem, **params) -> table`` returning a row-stochastic
 float64 array of shape ``problem.shape`` (``[n_profiles, n_in, n_out]``) that respects
 ``problem.support_mask()``; the common certifier, exporter and plots accept it unchanged.
-Registered with :func:`mechanism`, it carries its default parameters and the parameter that
+Registered with :func:`register_mechanism`, it carries its default parameters and the parameter that
 trades privacy for utility (``calibrate``: a larger value means less noise), which
 ``diffpriv evaluate --calibrate`` bisects on the certified level. numpy only (no JAX).
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MECHANISMS", "Named", "ParameterError", "mechanism"]
+__all__ = ["MECHANISMS", "Named", "ParameterError", "register_mechanism"]
 
 
 class ParameterError(ValueError):
@@ -61,8 +61,8 @@ MECHANISMS: dict[str, Named] = {}
 """Every registered mechanism by name."""
 
 
-def mechanism(name: str, *, params: Mapping[str, Any], calibrate: str | None, summary: str,
-              details: Callable[..., dict] | None = None):
+def register_mechanism(name: str, *, params: Mapping[str, Any], calibrate: str | None, summary: str,
+                       details: Callable[..., dict] | None = None):
     """Decorator registering ``build(problem, **params)`` as the mechanism ``name``."""
 
     def wrap(build: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:

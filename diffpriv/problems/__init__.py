@@ -3,7 +3,7 @@ expansion of every constraint into typed comparison blocks that solvers and the 
 
 from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock, budgets
 from diffpriv.problems._checks import SpecError
-from diffpriv.problems._constraints import FAMILIES, register
+from diffpriv.problems._constraints import FAMILIES, register_constraint
 from diffpriv.problems._divergence_families import DivergenceDistP, DivergenceDP, ExtendedDistP
 from diffpriv.problems._json import problem_from_dict, problem_hash, problem_to_dict
 from diffpriv.problems._known import (
@@ -57,7 +57,7 @@ __all__ = [
     "random_problem",
     "randomized_response",
     "solver_plan",
-    "register",
+    "register_constraint",
     "Constraint",
     "DistP",
     "Domain",

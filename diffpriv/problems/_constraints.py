@@ -1,7 +1,7 @@
 """Constraint families: each kind owns its validation, its blocks, its JSON form and its report.
 
 A family is a frozen dataclass with a ``kind`` tag, registered in :data:`FAMILIES` by
-:func:`register`. The rest of diffpriv reaches a kind only through this interface:
+:func:`register_constraint`. The rest of diffpriv reaches a kind only through this interface:
 
 * ``check(problem, field)`` — a validated copy (raises :class:`SpecError` naming ``field``);
 * ``blocks(problem, index)`` — its comparisons as typed blocks (:mod:`._blocks`);
@@ -9,7 +9,7 @@ A family is a frozen dataclass with a ``kind`` tag, registered in :data:`FAMILIE
 * ``budget_text()`` / ``level_text(level, epsilon_at_delta)`` — how its budget and its
   certified level read in a summary.
 
-Adding a kind is one module with such a class, decorated with :func:`register`, plus its tests;
+Adding a kind is one module with such a class, decorated with :func:`register_constraint`, plus its tests;
 the certifier needs nothing new as long as its blocks use a divergence the certifier knows.
 numpy only.
 """
@@ -25,14 +25,14 @@ import numpy as np
 from diffpriv.problems._blocks import Block, MixtureBlock, PairBlock
 from diffpriv.problems._checks import SpecError, _check_budget, _integer, _is_sequence, add_kind
 
-__all__ = ["FAMILIES", "register", "DistP", "LocalDP", "ExtendedDP", "constraint_from_dict",
+__all__ = ["FAMILIES", "register_constraint", "DistP", "LocalDP", "ExtendedDP", "constraint_from_dict",
            "check_pairs"]
 
 FAMILIES: dict[str, type] = {}
 """Every constraint family by its ``kind``."""
 
 
-def register(cls: type) -> type:
+def register_constraint(cls: type) -> type:
     """Class decorator: makes a constraint family known by its ``kind`` (JSON, configs)."""
     return add_kind(FAMILIES, cls, "constraint")
 
@@ -161,7 +161,7 @@ class _EpsilonDelta:
         return f"ε={level:.6g}"
 
 
-@register
+@register_constraint
 @dataclasses.dataclass(frozen=True)
 class DistP(_EpsilonDelta):
     """(ε, δ)-distribution privacy between pairs of protected items (both directions).
@@ -219,7 +219,7 @@ class DistP(_EpsilonDelta):
                    delta=_get(d, "delta", where, 0.0), name=_get(d, "name", where))
 
 
-@register
+@register_constraint
 @dataclasses.dataclass(frozen=True)
 class LocalDP(_InputPairs, _EpsilonDelta):
     """(ε, δ)-local DP: rows ``A[s, x]`` and ``A[s, x']`` for adjacent inputs, in every profile.
@@ -258,7 +258,7 @@ class LocalDP(_InputPairs, _EpsilonDelta):
                    pairs=_pairs_from(d, where), name=_get(d, "name", where))
 
 
-@register
+@register_constraint
 @dataclasses.dataclass(frozen=True)
 class ExtendedDP(_InputPairs):
     """Extended DP (geo-indistinguishability): ``D∞(A[s,x] ‖ A[s,x']) ≤ ε · d(x, x')``.

@@ -51,7 +51,7 @@ from diffpriv.problems._constraints import (
     _PairsJSON,
     _row_pairs,
     check_pairs,
-    register,
+    register_constraint,
 )
 
 __all__ = ["DIVERGENCE_NAMES", "DivergenceDistP", "DivergenceDP", "ExtendedDistP", "TRANSPORTS"]
@@ -155,7 +155,7 @@ def _item_mixtures(problem, index: int, pairs, eps, scale, fields, scaled: bool 
     )
 
 
-@register
+@register_constraint
 @dataclasses.dataclass(frozen=True)
 class DivergenceDistP(_PairsJSON, _Divergence):
     """``(ε, D)``-distribution privacy between pairs of protected items (module docstring)."""
@@ -187,7 +187,7 @@ class DivergenceDistP(_PairsJSON, _Divergence):
 
 
 
-@register
+@register_constraint
 @dataclasses.dataclass(frozen=True)
 class DivergenceDP(_InputPairs, _PairsJSON, _Divergence):
     """``(ε, D)``-DP: rows ``A[s, x]``, ``A[s, x']`` of adjacent inputs, in every profile
@@ -240,7 +240,7 @@ def transport_lower_bound(problem, a: np.ndarray, b: np.ndarray, transport: str)
     return 0.0 if sol.hall is None else ot.check_hall(a, b, ground, sol.hall)
 
 
-@register
+@register_constraint
 @dataclasses.dataclass(frozen=True)
 class ExtendedDistP(_Divergence):
     """``(ε, W, D)``-extended DistP: ``D(P_i‖P_j) ≤ ε·W(λ_i, λ_j)`` (module docstring).

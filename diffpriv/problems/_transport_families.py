@@ -32,7 +32,7 @@ from diffpriv.problems._constraints import (
     _PairsJSON,
     _row_pairs,
     check_pairs,
-    register,
+    register_constraint,
 )
 
 __all__ = ["WassersteinDP", "WassersteinDistP", "output_ground"]
@@ -105,7 +105,7 @@ class _Transport:
                 "metric": metric, "name": _get(d, "name", where)}
 
 
-@register
+@register_constraint
 @dataclasses.dataclass(frozen=True)
 class WassersteinDP(_InputPairs, _PairsJSON, _Transport):
     """``(μ, ε)``-Wasserstein DP between rows of adjacent inputs (module docstring)."""
@@ -129,7 +129,7 @@ class WassersteinDP(_InputPairs, _PairsJSON, _Transport):
 
 
 
-@register
+@register_constraint
 @dataclasses.dataclass(frozen=True)
 class WassersteinDistP(_PairsJSON, _Transport):
     """The distribution form ``W_μ(P_i, P_j) ≤ ε`` for pairs of items (module docstring)."""

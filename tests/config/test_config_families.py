@@ -61,7 +61,7 @@ class Chain:
 @pytest.fixture
 def chain():
     """``Chain`` registered for one test."""
-    dp.problems.register(Chain)
+    dp.problems.register_constraint(Chain)
     yield Chain
     FAMILIES.pop(Chain.kind)
 

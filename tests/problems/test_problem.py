@@ -382,7 +382,7 @@ def test_a_certificate_with_another_objective_fails_verification():
 
 def test_a_kind_is_registered_once():
     with pytest.raises(ValueError, match=r"^constraint kind 'distp' is registered twice$"):
-        dp.problems.register(dp.DistP)
+        dp.problems.register_constraint(dp.DistP)
     with pytest.raises(ValueError, match=r"^objective kind 'worst' is registered twice$"):
         dp.problems.register_objective(dp.WorstCaseLoss)
     assert dp.problems.FAMILIES["distp"] is dp.DistP and dp.problems.OBJECTIVES["worst"] is dp.WorstCaseLoss
