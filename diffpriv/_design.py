@@ -7,8 +7,8 @@ import dataclasses
 import time
 from typing import Any
 
+from diffpriv._files import json_number
 from diffpriv.certification import Certificate, certify
-from diffpriv.certification._summary import json_number
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._optimizer import Optimizer, OptimizeResult
 from diffpriv.solvers._progress import progress_bar

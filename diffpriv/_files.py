@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import math
 import os
 import stat
 import sys
@@ -24,7 +25,16 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = ["FileFormatError", "FileTooLargeError", "atomic_open", "atomic_write", "file_size",
-           "human_bytes", "open_regular", "parse_json", "read_bytes", "read_json", "read_text", "umask"]
+           "human_bytes", "json_number", "open_regular", "parse_json", "read_bytes", "read_json", "read_text",
+           "umask"]
+
+
+def json_number(x: float | None) -> float | str | None:
+    """``x`` as a JSON value: finite floats as numbers, ``±inf``/``nan`` as strings."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else str(x)
 
 
 class FileFormatError(ValueError):

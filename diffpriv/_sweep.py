@@ -33,8 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from diffpriv._files import write_csv
-from diffpriv.certification._summary import json_number
+from diffpriv._files import json_number, write_csv
 from diffpriv.io._export import jsonable, write_json
 from diffpriv.problems._json import problem_hash
 from diffpriv.problems._problem import Problem

@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from diffpriv._files import atomic_write
+from diffpriv._files import atomic_write, json_number
 from diffpriv.certification._arrays import arrays_path, as_read, externalize, remove_stale, write_arrays
 from diffpriv.certification._quantize import quantize as quantize_table
 from diffpriv.certification._repair import Repair
 from diffpriv.certification._repair import repair as repair_table
 from diffpriv.certification._safety import sanitize_table
 from diffpriv.certification._schema import FORMAT, read_certificate
-from diffpriv.certification._summary import ConstraintLevel, constraint_levels, json_number
+from diffpriv.certification._summary import ConstraintLevel, constraint_levels
 from diffpriv.problems._json import (
     array_to_list,
     map_arrays,

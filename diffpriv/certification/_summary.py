@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from diffpriv._files import json_number
 from diffpriv.certification._levels import ComparisonLevels, comparison_levels
 from diffpriv.certification._safety import holds
 from diffpriv.problems._blocks import Block, budgets
 from diffpriv.problems._problem import Problem
 
-__all__ = ["ConstraintLevel", "constraint_levels", "summarize", "json_number"]
+__all__ = ["ConstraintLevel", "constraint_levels", "summarize"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -86,14 +87,6 @@ class ConstraintLevel:
         for key in ("epsilon", "delta", "level", "epsilon_at_delta", "margin"):
             d[key] = None if d[key] is None else float(d[key])
         return cls(**d)
-
-
-def json_number(x: float | None) -> float | str | None:
-    """``x`` as a JSON value: finite floats as numbers, ``±inf``/``nan`` as strings."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if np.isfinite(x) else str(x)
 
 
 def _effective_eps(pure: np.ndarray, scale: np.ndarray) -> np.ndarray:

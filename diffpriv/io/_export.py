@@ -13,8 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from diffpriv._files import atomic_open, atomic_write
-from diffpriv.certification._summary import json_number
+from diffpriv._files import atomic_open, atomic_write, json_number
 from diffpriv.problems._problem import Problem
 
 __all__ = ["FORMATS", "jsonable", "write_json", "write_table"]

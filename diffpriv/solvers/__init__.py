@@ -3,8 +3,9 @@
 * :func:`lp` — the exact optimum of a linear design problem (scipy's HiGHS), the yardstick.
 * :func:`convex` — the optimum of a problem with divergence constraints (cvxpy with Clarabel's
   exponential and power cones; a test extra: ``pip install -e '.[test]'``), the yardstick there.
-* :class:`Optimizer`, :func:`optimize`, :func:`solve_batch` — restarted mirror PDHG on softmax
-  logits (and the augmented-Lagrangian baseline), with a certified lower bound;
+* :class:`Optimizer` (what ``diffpriv.optimize`` configures and runs), :func:`solve_batch` —
+  restarted mirror PDHG on softmax logits (and the augmented-Lagrangian baseline), with a
+  certified lower bound;
   :func:`solve_budgets` — any budgets of one linear problem as one program, sharded over devices.
 * :func:`step_bytes` — the bytes one PDHG step moves (XLA's count), for bandwidth comparisons.
 * :func:`exact_solver` — the exact solver ``method = "auto"`` runs on a problem (``"highs"``,
@@ -21,7 +22,6 @@ from diffpriv.solvers._methods import exact_solver
 _LAZY = {
     "Optimizer": "diffpriv.solvers._optimizer",
     "OptimizeResult": "diffpriv.solvers._optimizer",
-    "optimize": "diffpriv.solvers._optimizer",
     "solve_batch": "diffpriv.solvers._optimizer",
     "solve_budgets": "diffpriv.solvers._optimizer",
     "step_bytes": "diffpriv.solvers._pdhg_run",
@@ -31,5 +31,5 @@ __getattr__ = lazy_getattr("diffpriv.solvers", _LAZY)
 
 
 __all__ = ["ConvexResult", "ConvexSolveError", "OptimizeResult", "Optimizer", "ReferenceResult",
-           "ReferenceSolveError", "convex", "exact_solver", "lp", "optimize", "solve_batch", "solve_budgets",
+           "ReferenceSolveError", "convex", "exact_solver", "lp", "solve_batch", "solve_budgets",
            "step_bytes"]

@@ -394,7 +394,7 @@ def test_umask_is_read_with_and_without_proc(monkeypatch):
 
 
 def test_jsonable_stores_floats_as_certificates_do():
-    from diffpriv.certification._summary import json_number
+    from diffpriv._files import json_number
     from diffpriv.io._export import jsonable
 
     data = {"a": (np.float64(np.inf), 1.5, -math.inf, math.nan, 2, None, "s"), "b": [np.float64(0.1)]}
