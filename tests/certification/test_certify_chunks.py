@@ -26,7 +26,7 @@ from diffpriv.problems._blocks import budgets
 WHOLE = 2**62  # one chunk per block
 
 
-def random_problem(rng, nx=5, ny=6):
+def mixed_blocks_problem(rng, nx=5, ny=6):
     """Two profiles; pair blocks (LDP pure and approximate, extended DP) and mixture blocks
     (DistP pure and approximate, a point item among dense ones)."""
     X = dp.Domain.grid(1, nx)
@@ -68,7 +68,7 @@ def test_chunked_levels_equal_all_at_once_bit_for_bit(monkeypatch, chunk):
     rng = np.random.default_rng(3)
     monkeypatch.setattr(_laws, "CHUNK", chunk)
     for _ in range(3):
-        problem = random_problem(rng)
+        problem = mixed_blocks_problem(rng)
         table = random_table(problem, rng)
         blocks = problem.blocks()
         assert {(b.kind, b.delta > 0) for b in blocks} == {
@@ -90,7 +90,7 @@ def test_chunked_levels_equal_all_at_once_bit_for_bit(monkeypatch, chunk):
 def test_chunked_repair_equals_whole_blocks_bit_for_bit(monkeypatch):
     rng = np.random.default_rng(4)
     for _ in range(2):
-        problem = random_problem(rng)
+        problem = mixed_blocks_problem(rng)
         table = random_table(problem, rng)
         out = {}
         for chunk in (1, 13, WHOLE):
