@@ -249,9 +249,8 @@ def one_line(e: ValidationError) -> str:
     elif what == "union_tag_not_found":
         loc, msg = (*loc, "kind"), "required key is missing"
     elif what == "union_tag_invalid":
-        loc = (*loc, "kind")
-        msg = f"must be {_choices(k.strip(chr(39)) for k in err['ctx']['expected_tags'].split(', '))}, " \
-              f"got {short(err['ctx']['tag'])}"
+        kinds = FAMILIES if loc[0] == "constraints" else OBJECTIVES
+        loc, msg = (*loc, "kind"), f"must be {_choices(kinds)}, got {short(err['ctx']['tag'])}"
     elif what == "model_type":
         msg = "expected a table"
     elif what == "literal_error":

@@ -43,6 +43,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float
 
+from diffpriv.measures._divergences import divergence as numpy_divergence
+
 __all__ = ["DIVERGENCES", "c_transform", "chi2", "divergence", "exact_potentials",
            "hellinger", "kl", "level", "line_potentials", "log_lift", "logsumexp", "max_divergence", "renyi",
            "reverse_kl", "tv", "wasserstein_1d"]
@@ -174,16 +176,10 @@ DIVERGENCES: dict[str, Level] = {"kl": kl, "reverse_kl": reverse_kl, "tv": tv, "
 
 
 def divergence(name: str, alpha: float | None = None) -> Level:
-    """The level called ``name`` (a key of :data:`DIVERGENCES`, or ``"renyi"`` with ``alpha``)."""
-    if name == "renyi":
-        if alpha is None:
-            raise ValueError("divergence 'renyi' needs an order alpha")
-        return renyi(alpha)
-    if name not in DIVERGENCES:
-        raise ValueError(f"unknown divergence {name!r}; expected one of {sorted(DIVERGENCES)} or 'renyi'")
-    if alpha is not None:
-        raise ValueError(f"divergence {name!r} takes no order alpha")
-    return DIVERGENCES[name]
+    """The level of the certifier's divergence ``name`` (``"renyi"`` with ``alpha``), named and
+    validated by :func:`diffpriv.measures._divergences.divergence` (the same errors)."""
+    measure = numpy_divergence(name, alpha)
+    return DIVERGENCES[measure.name] if measure.name in DIVERGENCES else renyi(measure.alpha)
 
 
 def level(name: str, log_p: Float[ArrayLike, "*b n"], log_q: Float[ArrayLike, "*b n"],
