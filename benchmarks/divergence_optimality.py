@@ -186,6 +186,7 @@ def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--first-seed", type=int, default=0, help="run seeds first-seed … first-seed + seeds − 1")
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--objective", choices=tuple(OBJECTIVES), default="expected")
     ap.add_argument("--grid", type=int, nargs="*", default=[],
@@ -207,7 +208,7 @@ def main(argv=None) -> int:
     kinds = args.kinds.split(",") if not args.grid or args.kinds != ",".join(KINDS) else list(GRID_KINDS)
     for grid in args.grid or [0]:
         for kind in kinds:
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 r = run(kind, seed, args.objective, grid=grid, gap_tol=args.gap_tol,
                         reference=not args.no_reference, real=args.real,
                         method=args.method if args.method != "cuts" or not kind.startswith("w") else "pdhg")

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from _problems import ldp_problem
 
 import diffpriv as dp
 from diffpriv.certification import (
@@ -24,11 +25,6 @@ def rr_table(k: int, eps: float) -> np.ndarray:
     """k-ary randomized response: A[x,x] = e^ε/(e^ε+k−1), otherwise 1/(e^ε+k−1)."""
     e = math.exp(eps)
     return ((np.ones((k, k)) + (e - 1) * np.eye(k)) / (e + k - 1))[None]
-
-
-def ldp_problem(k: int, eps: float) -> dp.Problem:
-    X = dp.Domain(tuple(f"v{i}" for i in range(k)))
-    return dp.Problem(X, X, 1 - np.eye(k), np.ones(k) / k, constraints=(dp.LocalDP(eps),))
 
 
 @pytest.fixture(scope="module")

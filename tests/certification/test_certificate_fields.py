@@ -4,6 +4,7 @@ table they build, the constraints' indices, the repair's strategy."""
 import json
 
 import numpy as np
+from _problems import ldp_problem
 from typer.testing import CliRunner
 
 import diffpriv as dp
@@ -53,8 +54,7 @@ def test_mechanism_parameters_are_checked_by_rebuilding_the_table(tmp_path):
 
 
 def test_constraint_index_and_repair_strategy_are_checked():
-    X = dp.Domain(("a", "b", "c"))
-    problem = dp.Problem(X, X, 1 - np.eye(3), np.ones(3) / 3, constraints=(dp.LocalDP(epsilon=1.0),))
+    problem = ldp_problem(3, 1.0, names="abc")
     cert = dp.certify(problem, np.full((1, 3, 3), 1 / 3), repair=True)
     d = json.loads(json.dumps(cert.to_dict()))
     assert dp.verify(d).ok

@@ -8,6 +8,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from _problems import geo_problem
 
 import diffpriv as dp
 from diffpriv.certification import (
@@ -110,15 +111,12 @@ def test_memory_is_the_tables_not_comparisons_times_outputs(monkeypatch):
     all pairs (2 × 2.4 MB) are never held; levels take a fraction of the table (1.3 MB), a
     repair a few tables."""
     n = 20
-    dom = dp.Domain.grid(n, n)
-    pairs = dp.problems.pairs_within(dom, 1.0)  # 4-neighbour cells
-    problem = dp.Problem(dom, dom, dom.distances(dom), np.full(n * n, 1.0 / n**2),
-                         constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
+    problem = geo_problem(n, 0.5)
     rng = np.random.default_rng(0)
     table = np.exp(-0.25 * problem.loss)[None] * rng.uniform(0.6, 1.4, problem.shape)
     table /= table.sum(axis=-1, keepdims=True)
     monkeypatch.setattr(_laws, "CHUNK", 8 * n * n)  # 8 comparisons at a time
-    laws_bytes = 2 * len(pairs) * n * n * 8
+    laws_bytes = 2 * len(problem.constraints[0].pairs) * n * n * 8
     problem.blocks()  # built once, outside the measurement
     tracemalloc.start()
     try:

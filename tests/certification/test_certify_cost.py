@@ -6,6 +6,7 @@ import re
 import time
 import tracemalloc
 
+import _problems
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -17,10 +18,7 @@ from diffpriv.problems import SizeError, problem_hash, problem_to_dict
 
 
 def line_problem(nx, ny, constraint, items=()):
-    inputs = dp.Domain(tuple(f"x{i}" for i in range(nx)), np.arange(nx, dtype=float)[:, None])
-    outputs = dp.Domain(tuple(f"y{j}" for j in range(ny)), np.linspace(0, nx - 1, ny)[:, None])
-    loss = np.abs(np.subtract.outer(inputs.coords[:, 0], outputs.coords[:, 0]))
-    return dp.Problem(inputs, outputs, loss, np.full((1, nx), 1 / nx), items=items, constraints=(constraint,))
+    return _problems.line_problem(nx, constraint, outputs=ny, items=items)
 
 
 def forged(tmp_path, problem, table):

@@ -11,6 +11,7 @@ import itertools
 import math
 from fractions import Fraction
 
+import _problems
 import numpy as np
 import pytest
 
@@ -198,11 +199,10 @@ def krr(n, eps):
 
 
 def line_problem(scale, constraint, n=5):
-    dom = dp.Domain(tuple(f"p{i}" for i in range(n)), scale * np.arange(n, dtype=float)[:, None])
-    loss = np.abs(np.subtract.outer(np.arange(n), np.arange(n))).astype(float)
+    """``n`` points ``scale`` apart on a line, an item on each end's two points."""
     items = (dp.Item("a", np.array([0.5, 0.5] + [0.0] * (n - 2))),
              dp.Item("b", np.array([0.0] * (n - 2) + [0.5, 0.5])))
-    return dp.Problem(dom, dom, loss, np.full((1, n), 1 / n), items=items, constraints=(constraint,))
+    return _problems.line_problem(n, constraint, items=items, scale=scale, prefix="p")
 
 
 @pytest.mark.parametrize(("scale", "order"), [(0.001, 100.0), (0.003, 300.0), (1e-300, 1000.0)])

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from _problems import ldp_problem
 from scipy.stats import chisquare
 from typer.testing import CliRunner
 
@@ -21,8 +22,7 @@ def seeded(seed):
 
 
 def krr_problem(k=4, eps=1.0):
-    X = dp.Domain(tuple("abcdefgh"[:k]))
-    problem = dp.Problem(X, X, 1 - np.eye(k), np.ones(k) / k, constraints=(dp.LocalDP(epsilon=eps),))
+    problem = ldp_problem(k, eps, names="abcdefgh")
     e = math.exp(eps * 0.95)
     table = (np.full((k, k), 1.0) + (e - 1) * np.eye(k))[None] / (e + k - 1)
     return problem, table

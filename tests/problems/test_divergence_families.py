@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import scipy.special
+from _problems import ITEMS_IN, ITEMS_OUT, three_items_problem
 from _transport_lp import transport_lp
 
 import diffpriv as dp
@@ -16,22 +17,9 @@ from diffpriv.config import ConfigError
 from diffpriv.measures import _transport
 from diffpriv.problems import SpecError, problem_from_dict, problem_hash, problem_to_dict
 
-N_IN, N_OUT = 5, 4
-
-
-def base_problem(constraints, *, coords=True) -> dp.Problem:
-    xs = dp.Domain(tuple(f"x{i}" for i in range(N_IN)),
-                   np.arange(N_IN, dtype=float)[:, None] if coords else None)
-    ys = dp.Domain(tuple(f"y{j}" for j in range(N_OUT)))
-    rng = np.random.default_rng(7)
-    dists = rng.dirichlet(np.ones(N_IN), size=3)
-    items = tuple(dp.Item(f"item{i}", d) for i, d in enumerate(dists))
-    loss = rng.random((N_IN, N_OUT))
-    return dp.Problem(xs, ys, loss, np.full((1, N_IN), 1 / N_IN), items=items, constraints=constraints)
-
 
 def random_table(seed=0, concentration=1.0):
-    return np.random.default_rng(seed).dirichlet(np.full(N_OUT, concentration), size=(1, N_IN))
+    return np.random.default_rng(seed).dirichlet(np.full(ITEMS_OUT, concentration), size=(1, ITEMS_IN))
 
 
 def kl(p, q):
@@ -45,14 +33,15 @@ def w1_lp(a, b, ground):
 
 
 def test_kl_distp_level_is_the_kl_of_the_lifted_laws():
-    problem = base_problem((dp.DivergenceDistP(pairs=((0, 1), (1, 2)), divergence="kl", epsilon=10.0),))
+    problem = three_items_problem(
+        (dp.DivergenceDistP(pairs=((0, 1), (1, 2)), divergence="kl", epsilon=10.0),))
     table = random_table()
     (level,) = dp.certify(problem, table, repair=False).constraints
     laws = [item.dist @ table[0] for item in problem.items]
     expected = max(kl(laws[0], laws[1]), kl(laws[1], laws[0]), kl(laws[1], laws[2]), kl(laws[2], laws[1]))
     assert level.ok and level.level == pytest.approx(expected, rel=1e-12)
     assert level.level >= expected  # rounded up
-    forward = base_problem((dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=10.0,
+    forward = three_items_problem((dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=10.0,
                                                direction="forward"),))
     (one,) = dp.certify(forward, table, repair=False).constraints
     assert one.level == pytest.approx(kl(laws[0], laws[1]), rel=1e-12)
@@ -61,7 +50,7 @@ def test_kl_distp_level_is_the_kl_of_the_lifted_laws():
 @pytest.mark.parametrize("name, alpha", [("tv", None), ("chi2", None), ("hellinger", None),
                                          ("reverse_kl", None), ("renyi", 2.0), ("renyi", 0.5)])
 def test_divergence_dp_level_by_brute_force(name, alpha):
-    problem = base_problem((dp.DivergenceDP(divergence=name, alpha=alpha, epsilon=50.0),))
+    problem = three_items_problem((dp.DivergenceDP(divergence=name, alpha=alpha, epsilon=50.0),))
     table = random_table(1)
     (level,) = dp.certify(problem, table, repair=False).constraints
     rows = table[0]
@@ -77,13 +66,14 @@ def test_divergence_dp_level_by_brute_force(name, alpha):
             return kl(q, p)
         return math.log((p**alpha * q ** (1 - alpha)).sum()) / (alpha - 1)
 
-    brute = max(d(rows[i], rows[j]) for i in range(N_IN) for j in range(N_IN) if i != j)
-    assert level.n_comparisons == N_IN * (N_IN - 1) // 2
+    brute = max(d(rows[i], rows[j]) for i in range(ITEMS_IN) for j in range(ITEMS_IN) if i != j)
+    assert level.n_comparisons == ITEMS_IN * (ITEMS_IN - 1) // 2
     assert level.level == pytest.approx(brute, rel=1e-10)
 
 
 def test_extended_distp_budget_is_eps_times_w1_of_the_inputs():
-    problem = base_problem((dp.ExtendedDistP(pairs=((0, 1), (0, 2), (1, 2)), divergence="kl", epsilon=1.0),))
+    problem = three_items_problem(
+        (dp.ExtendedDistP(pairs=((0, 1), (0, 2), (1, 2)), divergence="kl", epsilon=1.0),))
     ground = problem.metric()
     (block,) = problem.blocks()
     for k, (i, j) in enumerate(((0, 1), (0, 2), (1, 2))):
@@ -100,7 +90,7 @@ def test_extended_distp_budget_is_eps_times_w1_of_the_inputs():
 
 
 def test_extended_distp_w_infinity_is_a_certified_lower_bound():
-    problem = base_problem((dp.ExtendedDistP(pairs=((0, 1),), divergence="max", epsilon=1.0,
+    problem = three_items_problem((dp.ExtendedDistP(pairs=((0, 1),), divergence="max", epsilon=1.0,
                                              transport="winf"),))
     (block,) = problem.blocks()
     a, b = (problem.items[k].dist for k in (0, 1))
@@ -112,7 +102,7 @@ def test_extended_distp_w_infinity_is_a_certified_lower_bound():
 
 
 def test_certify_repairs_to_the_budget_and_verify_rechecks_exactly():
-    problem = base_problem((dp.DivergenceDistP(pairs=((0, 1), (1, 2)), divergence="kl", epsilon=0.01),
+    problem = three_items_problem((dp.DivergenceDistP(pairs=((0, 1), (1, 2)), divergence="kl", epsilon=0.01),
                             dp.DivergenceDP(divergence="hellinger", epsilon=0.05, name="h"),
                             dp.ExtendedDistP(pairs=((0, 2),), divergence="chi2", epsilon=0.1, name="x")))
     table = random_table(3, concentration=0.3)
@@ -128,7 +118,7 @@ def test_certify_repairs_to_the_budget_and_verify_rechecks_exactly():
 
 
 def test_a_table_just_over_a_kl_budget_is_refused_in_both_modes():
-    problem = base_problem((dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=1.0),))
+    problem = three_items_problem((dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=1.0),))
     table = random_table(4)
     laws = [item.dist @ table[0] for item in problem.items[:2]]
     level = max(kl(laws[0], laws[1]), kl(laws[1], laws[0]))
@@ -144,9 +134,9 @@ def test_a_table_just_over_a_kl_budget_is_refused_in_both_modes():
 def test_kl_is_a_relaxation_of_pure_distp():
     """KL ≤ D∞: a table certified ε-DistP is certified (ε, KL)-DistP on the same pairs."""
     pairs = ((0, 1), (1, 2))
-    pure = base_problem((dp.DistP(pairs=pairs, epsilon=0.3),))
+    pure = three_items_problem((dp.DistP(pairs=pairs, epsilon=0.3),))
     cert = dp.certify(pure, random_table(5), repair=True)
-    relaxed = base_problem((dp.DivergenceDistP(pairs=pairs, divergence="kl", epsilon=0.3),
+    relaxed = three_items_problem((dp.DivergenceDistP(pairs=pairs, divergence="kl", epsilon=0.3),
                             dp.DivergenceDistP(pairs=pairs, divergence="max", epsilon=0.3, name="max")))
     again = dp.certify(relaxed, cert.table, repair=False)
     assert again.ok
@@ -156,8 +146,8 @@ def test_kl_is_a_relaxation_of_pure_distp():
 
 
 def test_renyi_orders_one_and_infinity_are_kl_and_max():
-    one = base_problem((dp.DivergenceDP(divergence="renyi", alpha=1, epsilon=1.0),))
-    inf = base_problem((dp.DivergenceDP(divergence="renyi", alpha=math.inf, epsilon=1.0),))
+    one = three_items_problem((dp.DivergenceDP(divergence="renyi", alpha=1, epsilon=1.0),))
+    inf = three_items_problem((dp.DivergenceDP(divergence="renyi", alpha=math.inf, epsilon=1.0),))
     assert one.constraints[0].divergence == "kl" and one.constraints[0].alpha is None
     assert inf.constraints[0].divergence == "max" and inf.blocks()[0].linear
 
@@ -179,15 +169,15 @@ def test_renyi_orders_one_and_infinity_are_kl_and_max():
 ])
 def test_bad_parameters_are_one_line_errors(constraint, message):
     with pytest.raises(SpecError, match=message) as err:
-        base_problem((constraint,))
+        three_items_problem((constraint,))
     assert "\n" not in str(err.value)
 
 
 def test_extended_distp_needs_a_metric_on_the_inputs():
     with pytest.raises(SpecError, match=r"^constraints\[0\]: extended DistP needs input coordinates"):
-        base_problem((dp.ExtendedDistP(pairs=((0, 1),), divergence="kl", epsilon=1.0),), coords=False)
-    problem = base_problem(())
-    bad = np.ones((N_IN, N_IN)) - np.eye(N_IN)
+        three_items_problem((dp.ExtendedDistP(pairs=((0, 1),), divergence="kl", epsilon=1.0),), coords=False)
+    problem = three_items_problem(())
+    bad = np.ones((ITEMS_IN, ITEMS_IN)) - np.eye(ITEMS_IN)
     bad[0, 1] = bad[1, 0] = 5.0  # 5 > 1 + 1: the triangle inequality fails
     with pytest.raises(SpecError, match=r"^constraints\[0\]: input_metric: triangle inequality fails"):
         dataclasses.replace(problem, input_metric=bad, constraints=(
@@ -195,7 +185,7 @@ def test_extended_distp_needs_a_metric_on_the_inputs():
 
 
 def test_json_round_trip_and_hash():
-    problem = base_problem((
+    problem = three_items_problem((
         dp.DivergenceDistP(pairs=((0, 1),), divergence="renyi", alpha=2.5, epsilon=0.4),
         dp.DivergenceDP(divergence="tv", epsilon=0.2, direction="forward"),
         dp.ExtendedDistP(pairs=((1, 2),), divergence="kl", epsilon=1.0, transport="winf")))
@@ -208,14 +198,15 @@ def test_json_round_trip_and_hash():
 
 
 def test_linear_solvers_refuse_a_divergence_in_one_line():
-    problem = base_problem((dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.4, name="kl"),))
+    problem = three_items_problem(
+        (dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.4, name="kl"),))
     with pytest.raises(SpecError, match=r"^constraints\[0\]: the LP reference handles linear constraints "
                                         r"\(max-divergence, hockey-stick\), not the 'kl' divergence of "
                                         r"divergence_distp 'kl'$"):
         dp.solvers.lp(problem)
-    linear = base_problem((dp.DivergenceDistP(pairs=((0, 1),), divergence="max", epsilon=0.4),))
+    linear = three_items_problem((dp.DivergenceDistP(pairs=((0, 1),), divergence="max", epsilon=0.4),))
     assert dp.solvers.lp(linear).value == pytest.approx(
-        dp.solvers.lp(base_problem((dp.DistP(pairs=((0, 1),), epsilon=0.4),))).value, abs=1e-12)
+        dp.solvers.lp(three_items_problem((dp.DistP(pairs=((0, 1),), epsilon=0.4),))).value, abs=1e-12)
 
 
 CONFIG = """

@@ -5,6 +5,7 @@ import dataclasses
 import json
 import math
 
+import _problems
 import numpy as np
 import pytest
 from _transport_lp import transport_lp
@@ -14,7 +15,7 @@ from diffpriv.config import ConfigError
 from diffpriv.problems import SpecError, problem_from_dict, problem_hash, problem_to_dict
 
 N = 6
-LINE = dp.Domain(tuple(f"p{i}" for i in range(N)), np.arange(N, dtype=float)[:, None])
+LINE = _problems.line(N, "p")
 ITEMS = (dp.Item("left", np.array([0.5, 0.3, 0.2, 0, 0, 0])),
          dp.Item("right", np.array([0, 0, 0.2, 0.3, 0.5, 0])))
 
@@ -24,8 +25,7 @@ TRUNCATED = np.minimum(np.abs(np.subtract.outer(np.arange(N), np.arange(N))), 2)
 
 
 def line_problem(*constraints) -> dp.Problem:
-    loss = np.abs(np.subtract.outer(np.arange(N), np.arange(N))).astype(float)
-    return dp.Problem(LINE, LINE, loss, np.full((1, N), 1 / N), items=ITEMS, constraints=constraints)
+    return _problems.line_problem(N, *constraints, items=ITEMS, prefix="p")
 
 
 def wp_lp(a, b, ground, p):

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import scipy.optimize
+from _problems import three_items_problem
 
 import diffpriv as dp
 from diffpriv.problems import SpecError
@@ -17,24 +18,13 @@ from diffpriv.solvers._convex import ConvexSolveError, solve_convex
 
 pytest.importorskip("cvxpy")
 
-N_IN, N_OUT = 5, 4
 PAIRS = ((0, 1), (1, 2), (0, 2))
 DIVERGENCES = [("kl", None), ("reverse_kl", None), ("tv", None), ("chi2", None), ("hellinger", None),
                ("renyi", 0.5), ("renyi", 2.0)]
 
 
-def base_problem(constraints, objective="expected") -> dp.Problem:
-    """As in test_divergence_families: 5 inputs on a line, 4 outputs, 3 random items."""
-    xs = dp.Domain(tuple(f"x{i}" for i in range(N_IN)), np.arange(N_IN, dtype=float)[:, None])
-    ys = dp.Domain(tuple(f"y{j}" for j in range(N_OUT)))
-    rng = np.random.default_rng(7)
-    items = tuple(dp.Item(f"item{i}", d) for i, d in enumerate(rng.dirichlet(np.ones(N_IN), size=3)))
-    return dp.Problem(xs, ys, rng.random((N_IN, N_OUT)), np.full((1, N_IN), 1 / N_IN), items=items,
-                      constraints=constraints, objective=objective)
-
-
 def value(constraint, objective="expected") -> float:
-    return solve_convex(base_problem((constraint,), objective)).value
+    return solve_convex(three_items_problem((constraint,), objective=objective)).value
 
 
 def rel(a: float, b: float) -> float:
@@ -98,7 +88,7 @@ def _certified(problem, result, eps: float):
 @pytest.mark.parametrize("name, alpha", DIVERGENCES + [("max", None)], ids=lambda v: str(v))
 def test_the_optimal_table_certifies_and_uses_its_budget(name, alpha, kind):
     constraint = _family(kind, name, alpha, 0.05)
-    problem = base_problem((constraint,))
+    problem = three_items_problem((constraint,))
     result = solve_convex(problem)
     level = _certified(problem, result, constraint.epsilon)
     # The budget binds at the optimum (0.05 is tight on this problem): the program is not
@@ -110,7 +100,7 @@ def test_the_optimal_table_certifies_and_uses_its_budget(name, alpha, kind):
 @pytest.mark.parametrize("name, alpha", [("kl", None), ("hellinger", None), ("renyi", 3.0)])
 def test_epigraph_objectives_with_a_divergence_certify(name, alpha, objective):
     constraint = dp.DivergenceDP(divergence=name, alpha=alpha, epsilon=0.1)
-    problem = base_problem((constraint,), objective)
+    problem = three_items_problem((constraint,), objective=objective)
     _certified(problem, solve_convex(problem), 0.1)
 
 
@@ -136,7 +126,7 @@ def test_profiles_and_a_support_mask_with_a_divergence_certify():
 def test_relaxations_order_the_optimal_values():
     eps, slack = 0.3, 1e-7
     v = {(name, alpha): value(_family("distp", name, alpha, eps)) for name, alpha in DIVERGENCES}
-    pure = dp.solvers.lp(base_problem((dp.DistP(pairs=PAIRS, epsilon=eps),))).value
+    pure = dp.solvers.lp(three_items_problem((dp.DistP(pairs=PAIRS, epsilon=eps),))).value
     v_max = value(_family("distp", "max", None, eps))
     kl = v[("kl", None)]
     assert rel(v_max, pure) <= 1e-6  # the max-divergence block is the LP's pure DistP
@@ -208,7 +198,8 @@ class MedianLoss(Objective):
 
 
 def test_an_unsupported_objective_is_a_one_line_spec_error():
-    problem = dataclasses.replace(base_problem((_family("dp", "kl", None, 0.1),)), objective=MedianLoss())
+    problem = dataclasses.replace(three_items_problem((_family("dp", "kl", None, 0.1),)),
+                                  objective=MedianLoss())
     with pytest.raises(SpecError, match=r"^objective: the convex reference handles 'expected', 'worst', "
                                         r"'entry' and 'transport', not 'median'$") as err:
         solve_convex(problem)

@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _problems import geo_problem
 
 import diffpriv as dp
 from diffpriv.certification import certify
@@ -24,13 +25,9 @@ from diffpriv.solvers._lp import solve_lp
 from diffpriv.solvers._polish import violation
 
 
-def grid_xdp(n: int, eps: float = 0.5) -> dp.Problem:
-    """Geo-indistinguishability on an ``n × n`` grid with grid4 neighbours."""
-    dom = dp.Domain.grid(n, n, 1.0)
-    pairs = dp.problems.pairs_within(dom, 1.0)  # 4-neighbour cells
-    prior = np.random.default_rng(n).dirichlet(np.ones(n * n))
-    return dp.Problem(dom, dom, dom.distances(dom), prior,
-                      constraints=(dp.ExtendedDP(eps, pairs=pairs),))
+def grid_xdp(n: int) -> dp.Problem:
+    """Geo-indistinguishability on an ``n × n`` grid, a random prior drawn with seed ``n``."""
+    return geo_problem(n, 0.5, prior_seed=n)
 
 
 def dense_g(op) -> np.ndarray:

@@ -7,18 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 import scipy.sparse.csgraph
+from _problems import geo_problem
 
 import diffpriv as dp
 from diffpriv.solvers import _majorant
 from diffpriv.solvers._linear import tighten_eps
-
-
-def geo_problem(n=4, eps=0.7, seed=0):
-    dom = dp.Domain.grid(n, n, 1.0)
-    pairs = dp.problems.pairs_within(dom, 1.0)  # 4-neighbour cells
-    prior = np.random.default_rng(seed).dirichlet(np.ones(n * n))
-    return dp.Problem(dom, dom, dom.distances(dom), prior,
-                      constraints=(dp.ExtendedDP(eps, pairs=pairs),))
 
 
 def violated(problem, seed, scale=0.05):
@@ -45,7 +38,7 @@ def brute_force(problem, rows):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_one_round_is_the_brute_force_majorant(seed, monkeypatch):
-    problem = geo_problem(seed=seed)
+    problem = geo_problem(4, 0.7, prior_seed=seed)
     rows = violated(problem, seed)
     monkeypatch.setattr(_majorant, "MAJORANT_ROUNDS", 1)
     monkeypatch.setattr(_majorant, "MAJORANT_MARGINS", _majorant.MAJORANT_MARGINS[:1])
@@ -54,7 +47,7 @@ def test_one_round_is_the_brute_force_majorant(seed, monkeypatch):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_raised_tables_certify_without_repair_and_cost_little(seed):
-    problem = geo_problem(seed=seed)
+    problem = geo_problem(4, 0.7, prior_seed=seed)
     optimum = dp.solvers.lp(problem).value
     rows = violated(problem, seed)
     assert not dp.certify(problem, rows.reshape(problem.shape)).ok  # the input violates a budget
@@ -66,13 +59,13 @@ def test_raised_tables_certify_without_repair_and_cost_little(seed):
 
 
 def test_a_feasible_table_with_room_is_unchanged():
-    problem = geo_problem()
+    problem = geo_problem(4, 0.7, prior_seed=0)
     uniform = np.full((16, 16), 1 / 16)
     np.testing.assert_array_equal(_majorant.majorant(problem, uniform), uniform)
 
 
 def test_other_constraints_and_supports_are_left_to_mixing():
-    problem = geo_problem()
+    problem = geo_problem(4, 0.7, prior_seed=0)
     rows = violated(problem, 0)
     distp = dataclasses.replace(problem, items=(dp.Item("a", np.full(16, 1 / 16)),
                                                 dp.Item("b", np.eye(16)[0])),

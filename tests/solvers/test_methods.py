@@ -7,6 +7,7 @@ import typing
 
 import numpy as np
 import pytest
+from _problems import geo_problem
 
 import diffpriv as dp
 from diffpriv.problems._known import k_rr_problem
@@ -22,12 +23,6 @@ def _kl(n_in: int = 5, eps: float = 0.1) -> dp.Problem:
         dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=eps),))
 
 
-def _geo(n: int) -> dp.Problem:
-    dom = dp.Domain.grid(n, n, 1.0)
-    return dp.Problem(dom, dom, dom.distances(dom), np.full(n * n, 1 / n**2),
-                      constraints=(dp.ExtendedDP(0.5, pairs=dp.problems.pairs_within(dom, 1.0)),))
-
-
 def test_the_options_allow_exactly_the_methods_of_the_table():
     assert typing.get_args(typing.get_type_hints(Options)["method"]) == tuple(METHODS)
     assert Options().method == "auto"
@@ -38,9 +33,9 @@ def test_the_options_allow_exactly_the_methods_of_the_table():
 
 def test_auto_runs_highs_on_small_linear_problems_and_pdhg_beyond_the_threshold():
     assert exact_solver(k_rr_problem(4, 1.0)) == "highs"
-    assert exact_solver(_geo(8)) == "highs"
+    assert exact_solver(geo_problem(8)) == "highs"
     # 4·Y·Kp pair entries: 20×20 with 4-neighbour pairs is 4·400·760 = 1.2M, above the limit.
-    assert 4 * 400 * 760 > PAIR_ENTRIES and exact_solver(_geo(20)) is None
+    assert 4 * 400 * 760 > PAIR_ENTRIES and exact_solver(geo_problem(20)) is None
     result = dp.optimize(k_rr_problem(4, 1.0))
     assert (result.method, result.plan, result.status, result.steps) == ("highs", "exact", "converged", 0)
     ref = dp.solvers.lp(k_rr_problem(4, 1.0))

@@ -3,6 +3,7 @@
 import jax
 import numpy as np
 import pytest
+from _problems import geo_problem
 
 import diffpriv as dp
 from diffpriv.certification import certify, verify
@@ -262,10 +263,7 @@ def test_adaptive_restarts_keep_averaging_on_a_geo_grid():
     """Geo-indistinguishability on an 8×8 grid: with restarts only when the KKT error has fallen
     enough (no fixed-period or artificial restarts), 5,000 steps give a certified lower bound
     within 3 % of the LP optimum (fixed restarts every period gave 4.6 %)."""
-    dom = dp.Domain.grid(8, 8, 1.0)
-    pairs = dp.problems.pairs_within(dom, 1.0)  # 4-neighbour cells
-    problem = dp.Problem(dom, dom, dom.distances(dom), np.full(64, 1 / 64),
-                         constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
+    problem = geo_problem(8, 0.5)
     ref = solve_lp(problem).value
     result = dp.optimize(problem, method="pdhg", steps=5000, gap_tol=1e-12, polish=False)
     assert 0.97 * ref <= result.lower_bound <= ref * (1 + 1e-9)
