@@ -74,6 +74,8 @@ class DivergenceData(NamedTuple):
     order: tuple  # per group [Y] int: the outputs, sorted along the line if on one (Wasserstein; else [0])
     points: tuple  # per group [Y] their coordinates, sorted (Wasserstein on a line; else [0])
     ground: tuple  # per group [Y, Y] the cost d^μ in that order (Wasserstein; else [1, 1])
+    ia: tuple  # per group [K] the row of P in a group of row pairs (a pair block's); else [0]
+    ib: tuple  # per group [K] the row of Q; else [0]
 
     @property
     def size(self) -> int:
@@ -115,16 +117,19 @@ def divergence_data(problem: Problem,
                              "is not supported; bound both directions (pure DistP)")
         k = block.size
         wa, wb = block_weights(block, ns, nx)
-        key = (block.divergence, block.alpha, None if block.ground is None else block.ground.tobytes())
+        pairs = isinstance(block, PairBlock)
+        key = (block.divergence, block.alpha, None if block.ground is None else block.ground.tobytes(), pairs)
         pad = ((0, 0), (0, width - ns * nx))
+        rows = block.rows(nx) if pairs else (np.zeros(0, np.int64), np.zeros(0, np.int64))
         groups.setdefault(key, []).append(
             (np.pad(wa, pad), np.pad(wb, pad), np.asarray(block.eps, np.float64),
-             np.full(k, not block.directed)))
+             np.full(k, not block.directed), *(np.asarray(r, np.int64) for r in rows)))
         geometry[key] = _geometry(problem, block)
     keys = tuple(groups)
     parts = [tuple(np.concatenate(col) for col in zip(*groups[key], strict=True)) for key in keys]
     data = DivergenceData(*(tuple(jnp.asarray(p[i]) for p in parts) for i in range(4)),
-                          *(tuple(jnp.asarray(geometry[key][i]) for key in keys) for i in range(3)))
+                          *(tuple(jnp.asarray(geometry[key][i]) for key in keys) for i in range(3)),
+                          *(tuple(jnp.asarray(p[i]) for p in parts) for i in (4, 5)))
     return data, tuple(key[:2] for key in keys)
 
 
@@ -158,11 +163,15 @@ def _potentials(p, q, points, ground, mu):
     return exact_potentials(p, q, ground, 1.0)  # ground is already d^μ
 
 
-def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, ground, log_rows, minorant: bool):
+def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, ground, ia, ib, log_rows, minorant: bool):
     """``[K, 2]`` normalised residuals ``g_k`` of both directions (the second is −1 when the
     comparison is directed). ``minorant`` (static): a Wasserstein group as its linear minorant by
-    feasible potentials (module docstring), also on a line."""
-    lp, lq = log_lift(log_rows, wa), log_lift(log_rows, wb)
+    feasible potentials (module docstring), also on a line. A group of row pairs (``ia``
+    non-empty: static) gathers its rows instead of lifting through the dense weights."""
+    if ia.shape[0]:
+        lp, lq = log_rows[ia], log_rows[ib]
+    else:
+        lp, lq = log_lift(log_rows, wa), log_lift(log_rows, wb)
     if kind[0] == "wasserstein":  # W_μ^μ(P, Q) ≤ ε^μ: symmetric, jointly convex
         mu = kind[1]
         p, q = jnp.exp(lp[:, order]), jnp.exp(lq[:, order])
@@ -185,9 +194,8 @@ def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, ground, log_r
 def residuals(dd: DivergenceData, kinds: tuple[Kind, ...], log_rows, *, minorant: bool = False) -> jax.Array:
     """``[K, 2]`` residuals ``g_k`` of every nonlinear comparison, groups in ``kinds`` order, for
     the table ``exp(log_rows)`` (``[R, Y]`` log-rows, ``-inf`` outside the support)."""
-    parts = [_group_residuals(kind, *arrays, log_rows, minorant)
-             for kind, *arrays in zip(kinds, dd.wa, dd.wb, dd.eps, dd.both, dd.order, dd.points, dd.ground,
-                                      strict=True)]
+    groups = zip(kinds, *dd, strict=True)  # every field is per group, in order
+    parts = [_group_residuals(kind, *arrays, log_rows, minorant) for kind, *arrays in groups]
     return jnp.concatenate(parts, axis=0) if parts else jnp.zeros((0, 2))
 
 

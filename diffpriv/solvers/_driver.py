@@ -8,7 +8,8 @@ the progress reports between chunks, the step limit, and the :class:`OptimizeRes
 :func:`make_result` so that the gap is computed one way and the status is one of
 :class:`Status`. The runs: restarted mirror PDHG (:class:`._pdhg_run.PDHGRun`), the lifted
 transport PDHG (:class:`._transport_pdhg.TransportRun`), the smoothed dual
-(:class:`._dual.DualRun`), the augmented Lagrangian (:class:`._nonlinear.ALRun`,
+(:class:`._dual.DualRun`), mirror-prox (:class:`._mirror.MirrorRun`), the augmented Lagrangian
+(:class:`._nonlinear.ALRun`,
 :class:`._pdhg_run.LinearALRun`), column-and-cut generation (:class:`._cuts.CutsRun`,
 :class:`._transport_cuts.TransportCutsRun`) and the
 exact references (:class:`._exact.ExactRun`); :data:`._methods.SOLVERS` names them and

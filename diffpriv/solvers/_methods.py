@@ -59,7 +59,7 @@ METHODS = {
             "is installed), else 'pdhg'",
     "pdhg": "diffpriv's first-order solvers: restarted mirror PDHG (linear constraints; lifted "
             "to couplings for Wasserstein ones), the smoothed dual with L-BFGS (divergence "
-            "DistP), else the augmented Lagrangian",
+            "DistP), mirror-prox (divergence DP between rows), else the augmented Lagrangian",
     "cuts": "column-and-cut generation for f-divergence constraints (KL, chi2, Hellinger, Renyi, TV) "
             "and Wasserstein ones (column generation alone for linear ones between item laws, DistP): "
             "linear programs on a working support with tangent cuts of each "
@@ -76,6 +76,7 @@ SOLVERS = {
     "linear al": "diffpriv.solvers._pdhg_run:LinearALRun",
     "transport pdhg": "diffpriv.solvers._transport_pdhg:TransportRun",
     "dual": "diffpriv.solvers._dual:DualRun",
+    "mirror": "diffpriv.solvers._mirror:MirrorRun",
     "al": "diffpriv.solvers._nonlinear:ALRun",
     "cuts": "diffpriv.solvers._cuts:CutsRun",
     "transport cuts": "diffpriv.solvers._transport_cuts:TransportCutsRun",
@@ -132,12 +133,14 @@ def first_order(problem, method: str = "pdhg") -> str:
     nonlinear problem's choice does."""
     if problem.linear:
         return "linear al" if method == "al" else "pdhg"
-    from diffpriv.solvers import _dual, _transport_pdhg
+    from diffpriv.solvers import _dual, _mirror, _transport_pdhg
 
     kinds = _kinds(problem)
     if _transport_pdhg.applies(problem, kinds):
         return "transport pdhg"
-    return "dual" if method != "al" and _dual.applies(problem, kinds) else "al"
+    if method == "al":
+        return "al"
+    return "dual" if _dual.applies(problem, kinds) else "mirror" if _mirror.applies(problem, kinds) else "al"
 
 
 def _own_solver_is_al(problem) -> bool:

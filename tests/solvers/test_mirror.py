@@ -1,0 +1,106 @@
+"""Mirror-prox for divergence DP between row pairs (``diffpriv.solvers._mirror``): certified tables
+within ``gap_tol`` of Clarabel's optimum for each divergence, bounds that hold at any iterate,
+the routing, and the undo of a step that throws the iterate off."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import diffpriv as dp
+from diffpriv.solvers import _methods, _mirror
+from diffpriv.solvers._driver import Status
+from diffpriv.solvers._optimizer import Optimizer
+from diffpriv.solvers._x64 import float64
+
+pytest.importorskip("cvxpy")
+
+DIVERGENCES = [("kl", None, 0.3), ("reverse_kl", None, 0.3), ("chi2", None, 0.4), ("hellinger", None, 0.05),
+               ("renyi", 0.5, 0.2), ("renyi", 2.0, 0.3)]
+
+
+def kl_grid(n=3, divergence="kl", alpha=None, eps=0.3, direction="both", seed=0) -> dp.Problem:
+    """Divergence DP between 4-neighbour cells of an ``n × n`` grid, random prior, Euclidean loss."""
+    dom = dp.Domain.grid(n, n, 1.0)
+    prior = np.random.default_rng(seed).dirichlet(np.ones(n * n))
+    constraint = dp.DivergenceDP(divergence=divergence, alpha=alpha, epsilon=eps, direction=direction,
+                                 pairs=dp.problems.pairs_within(dom, 1.0))
+    return dp.Problem(dom, dom, dom.distances(dom), prior, constraints=(constraint,))
+
+
+@pytest.mark.parametrize(("divergence", "alpha", "eps"), DIVERGENCES)
+def test_mirror_prox_converges_within_gap_tol_of_clarabel(divergence, alpha, eps):
+    problem = kl_grid(divergence=divergence, alpha=alpha, eps=eps)
+    optimum = dp.solvers.convex(problem).value
+    design = dp.design(problem, method="pdhg", gap_tol=1e-3)
+    assert design.result.method == "mirror" and design.result.status == "converged"
+    assert design.certificate.ok
+    assert design.result.lower_bound <= optimum * (1 + 1e-7)
+    assert optimum * (1 - 1e-7) <= design.certificate.loss <= optimum * (1 + 1e-3)
+
+
+def test_one_direction_only():
+    problem = kl_grid(direction="forward", eps=0.2, seed=1)
+    optimum = dp.solvers.convex(problem).value
+    design = dp.design(problem, method="pdhg", gap_tol=1e-2)
+    assert design.result.status == "converged" and design.certificate.ok
+    assert design.result.lower_bound <= optimum * (1 + 1e-7) <= design.certificate.loss * (1 + 1e-2)
+
+
+@float64
+def test_the_bound_holds_at_arbitrary_iterates():
+    """Random log-tables and multipliers, far from optimal: each bound is below the optimum."""
+    problem = kl_grid(eps=0.2)
+    optimum = dp.solvers.convex(problem).value
+    run = _mirror.MirrorRun(Optimizer(gap_tol=1e-2), problem, 0)
+    rng = np.random.default_rng(3)
+    bounds = []
+    for scale in (0.1, 1.0, 10.0):
+        theta = jnp.asarray(rng.normal(scale=3.0, size=run.theta.shape))
+        lam = jnp.asarray(rng.exponential(scale, size=run.lam.shape))
+        bounds.append(float(_mirror._bound(run.data, run.cost, run.nl, run.true_nl, run.kinds, theta, lam,
+                                           run.eta, run.sigma, run.scale)))
+    assert all(np.isfinite(b) and b <= optimum * (1 + 1e-9) for b in bounds), (bounds, optimum)
+
+
+@float64
+def test_a_chunk_that_throws_the_iterate_off_is_undone(monkeypatch):
+    problem = kl_grid(eps=0.3)
+    monkeypatch.setattr(_mirror, "ETA", 1e4)
+    monkeypatch.setattr(_mirror, "SIGMA", 1e4)
+    run = _mirror.MirrorRun(Optimizer(gap_tol=1e-2, steps=20_000), problem, 0)
+    status = None
+    while status is None and run.done < run.total:
+        status = run.chunk().status
+    assert run.eta < 1e4  # halved at least once
+    out = run.finish(status or Status.STEP_LIMIT)
+    assert dp.certify(problem, out.table, repair=True).ok
+
+
+def test_auto_routes_divergence_dp_to_mirror_prox_and_al_stays_selectable():
+    problem = kl_grid()
+    assert _methods.first_order(problem) == "mirror"
+    assert _methods.first_order(problem, "al") == "al"
+    assert _methods.route(problem, "pdhg") == ("mirror",)
+    assert _methods.route(problem, "auto", gap_tol=1e-2)[-1] == "mirror"
+    distp = dp.Problem(problem.inputs, problem.outputs, problem.loss, problem.prior,
+                       items=(dp.Item("a", np.full(9, 1 / 9)), dp.Item("b", np.arange(1.0, 10.0) / 45)),
+                       constraints=(dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.1),))
+    assert not _mirror.applies(distp, (("kl", None),))  # item laws: the smoothed dual
+    worst = dp.Problem(problem.inputs, problem.outputs, problem.loss, problem.prior,
+                       constraints=problem.constraints, objective="worst")
+    assert not _mirror.applies(worst, (("kl", None),))
+
+
+def test_pair_groups_gather_their_rows():
+    """The residuals of a pair group equal those through the dense one-hot weights."""
+    from diffpriv.solvers._divergence import divergence_data, residuals
+
+    problem = kl_grid(n=4, eps=0.3)
+    nl, kinds = divergence_data(problem)
+    assert nl.ia[0].shape[0] == nl.wa[0].shape[0]
+    dense = nl._replace(ia=(jnp.zeros(0, int),), ib=(jnp.zeros(0, int),))
+    log_rows = jax.nn.log_softmax(jnp.asarray(np.random.default_rng(0).normal(size=(16, 16))), axis=1)
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(residuals(nl, kinds, log_rows), residuals(dense, kinds, log_rows),
+                                   rtol=1e-12, atol=1e-12)
