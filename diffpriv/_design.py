@@ -100,7 +100,7 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
                 "status": result.status,
                 "seconds": optimize_seconds, "objective": float(result.objective),
                 "lower_bound": json_number(result.lower_bound),
-                "max_violation": float(result.max_violation), "options": result.options}
+                "max_violation": json_number(result.max_violation), "options": result.options}
         if result.presolve is not None:
             info["presolve"] = result.presolve
         start = time.perf_counter()

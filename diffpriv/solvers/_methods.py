@@ -90,6 +90,11 @@ PAIR_ENTRIES = 800_000
 CONVEX_VARIABLES = 85_000
 CONVEX_VARIABLES_LOOSE = 20_000
 CONVEX_VARIABLES_AL = 160_000
+CONVEX_VARIABLES_MIRROR = 5_000
+"""Clarabel's limit on divergence DP between rows (mirror-prox's problems, about 8×8): on the
+KL-DP grids of ``benchmarks/divergence_optimality.py --grid`` Clarabel took 1.3–3 s on 6×6 and
+8 s on 8×8, and 28–50 s on 10×10 only to stop at ``optimal_inaccurate``, where mirror-prox
+converged at ``gap_tol = 10⁻³`` in 0.7–9 s."""
 CUTS_FROM = 20_000
 """``"auto"`` runs Clarabel rather than ``"cuts"`` on f-divergences between item laws up to this
 many table entries (about 12×12): on the Gaussian-mixture grids of
@@ -143,11 +148,6 @@ def first_order(problem, method: str = "pdhg") -> str:
     return "dual" if _dual.applies(problem, kinds) else "mirror" if _mirror.applies(problem, kinds) else "al"
 
 
-def _own_solver_is_al(problem) -> bool:
-    """Whether diffpriv's solver for this nonlinear problem would be the augmented Lagrangian."""
-    return first_order(problem) == "al"
-
-
 def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
     """``"highs"`` or ``"clarabel"`` when ``method = "auto"`` should run the exact reference on
     ``problem`` at the optimizer's ``gap_tol`` (module docstring), else ``None``."""
@@ -165,8 +165,11 @@ def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
         return None
     ns, nx, _ = problem.shape
     couplings = sum(b.size for b in problem.blocks() if b.divergence == "wasserstein") * ny * ny
-    if _own_solver_is_al(problem):
+    own = first_order(problem)
+    if own == "al":
         limit = CONVEX_VARIABLES_AL
+    elif own == "mirror":
+        limit = CONVEX_VARIABLES_MIRROR
     else:
         limit = CONVEX_VARIABLES_LOOSE if gap_tol >= 1e-3 else CONVEX_VARIABLES
     return "clarabel" if ns * nx * ny + couplings <= limit else None
