@@ -148,7 +148,12 @@ def _move(mask, theta, grad, cost, weight, eta):
     a = jnp.where(mask, jnp.exp(theta), 0.0)
     centred = grad - jnp.sum(a * grad, axis=1, keepdims=True)
     step = jnp.clip(eta * centred / (weight + ENTRY * jnp.abs(grad - cost)), -CLIP, CLIP)
-    out = jax.nn.log_softmax(jnp.where(mask, theta - step, -jnp.inf), axis=1)
+    return _normalised(mask, theta - step)
+
+
+def _normalised(mask, theta):
+    """Log-rows normalised on the support, kept above :data:`FLOOR` (0 outside the support)."""
+    out = jax.nn.log_softmax(jnp.where(mask, theta, -jnp.inf), axis=1)
     return jnp.where(mask, jnp.maximum(out, FLOOR), 0.0)
 
 
@@ -199,11 +204,10 @@ class MirrorRun:
         tight = TIGHTEN * min(opt.gap_tol, 1e-2)
         self.nl = self.true_nl._replace(eps=tuple(e * (1.0 - tight) for e in self.true_nl.eps))
         cost, mask = self.data.cost, self.data.mask
-        self.cost = cost / jnp.maximum(jnp.sum(cost), 1e-300)  # unit total: one (η, σ) for every problem
         self.scale = float(jnp.maximum(jnp.sum(cost), 1e-300))
+        self.cost = cost / self.scale  # unit total: one (η, σ) for every problem
         top = jnp.max(jnp.where(mask, self.cost, 0.0), axis=1, keepdims=True)
-        self.theta = _move(mask, jnp.where(mask, -3.0 * self.cost / jnp.maximum(top, 1e-300), 0.0),
-                           jnp.zeros_like(cost), cost, 1.0, 0.0)
+        self.theta = _normalised(mask, -3.0 * self.cost / jnp.maximum(top, 1e-300))
         self.lam = jnp.zeros((self.nl.size, 2))
         self.eta, self.sigma = ETA, SIGMA
         self.high = 0  # chunks in a row with residuals above OFF
