@@ -48,6 +48,7 @@ from diffpriv.solvers._linear import linear_data, operator, sparse_matrix, the_t
 from diffpriv.solvers._lp import Basis, ReferenceSolveError
 from diffpriv.solvers._mechanism import Mechanism
 from diffpriv.solvers._methods import TRIES, auto_cuts, first_order, route, solver_class
+from diffpriv.solvers._mirror import MirrorRun
 from diffpriv.solvers._nonlinear import batch_nonlinear
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish
@@ -178,8 +179,8 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     optimizer's device-side stopping rule (``gap_tol``, ``viol_factor``). A problem with divergence
     constraints (divergence budgets are scaled too) runs, under ``method="auto"``, column-and-cut
     generation at each budget in turn on f-divergences between item laws (:mod:`._cuts`, at
-    every size: ``"auto"``'s Clarabel does not batch); else the smoothed
-    dual at each budget in turn, warm-started from the last, where it applies, else the augmented
+    every size: ``"auto"``'s Clarabel does not batch); else the smoothed dual or mirror-prox
+    at each budget in turn, warm-started from the last, where it applies, else the augmented
     Lagrangian's chunks, all budgets in lockstep (:func:`._nonlinear.batch_nonlinear`). Returns
     ``(tables [B, S, X, Y], lower_bounds [B])``. Tables are not certified.
     """
@@ -204,10 +205,11 @@ def _solve_batch(opt: Optimizer, problem: Problem, eps_scales, seed: int) -> tup
         name = first_order(problem)
         if name == "transport pdhg":
             return batch_transport(opt, problem, scales, seed)
-        if name == "dual":  # one budget after another, warm-started
+        if name in ("dual", "mirror"):  # one budget after another, warm-started
+            run_class = DualRun if name == "dual" else MirrorRun
             tables, bounds, state = [], [], None
             for s in scales:
-                r = drive(functools.partial(DualRun, opt, problem, seed, budget_scale=float(s), init=state),
+                r = drive(functools.partial(run_class, opt, problem, seed, budget_scale=float(s), init=state),
                           problem, opt, seed)
                 tables.append(r.table)
                 bounds.append(r.lower_bound)

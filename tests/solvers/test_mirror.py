@@ -4,6 +4,7 @@ the routing, and the undo of a step that throws the iterate off."""
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.special
 import numpy as np
 import pytest
 
@@ -19,18 +20,33 @@ DIVERGENCES = [("kl", None, 0.3), ("reverse_kl", None, 0.3), ("chi2", None, 0.4)
                ("renyi", 0.5, 0.2), ("renyi", 2.0, 0.3)]
 
 
-def kl_grid(n=3, divergence="kl", alpha=None, eps=0.3, direction="both", seed=0) -> dp.Problem:
+def kl_grid(n=3, divergence="kl", alpha=None, eps=0.3, direction="both", seed=0, objective="expected"
+            ) -> dp.Problem:
     """Divergence DP between 4-neighbour cells of an ``n × n`` grid, random prior, Euclidean loss."""
     dom = dp.Domain.grid(n, n, 1.0)
     prior = np.random.default_rng(seed).dirichlet(np.ones(n * n))
     constraint = dp.DivergenceDP(divergence=divergence, alpha=alpha, epsilon=eps, direction=direction,
                                  pairs=dp.problems.pairs_within(dom, 1.0))
-    return dp.Problem(dom, dom, dom.distances(dom), prior, constraints=(constraint,))
+    return dp.Problem(dom, dom, dom.distances(dom), prior, constraints=(constraint,), objective=objective)
 
 
 @pytest.mark.parametrize(("divergence", "alpha", "eps"), DIVERGENCES)
 def test_mirror_prox_converges_within_gap_tol_of_clarabel(divergence, alpha, eps):
     problem = kl_grid(divergence=divergence, alpha=alpha, eps=eps)
+    optimum = dp.solvers.convex(problem).value
+    design = dp.design(problem, method="pdhg", gap_tol=1e-3)
+    assert design.result.method == "mirror" and design.result.status == "converged"
+    assert design.certificate.ok
+    assert design.result.lower_bound <= optimum * (1 + 1e-7)
+    assert optimum * (1 - 1e-7) <= design.certificate.loss <= optimum * (1 + 1e-3)
+
+
+@pytest.mark.parametrize("objective", ["worst", "entry"])
+@pytest.mark.parametrize(("divergence", "alpha", "eps"), [DIVERGENCES[0], DIVERGENCES[2], DIVERGENCES[5]])
+def test_epigraph_objectives_converge_within_gap_tol_of_clarabel(objective, divergence, alpha, eps):
+    """The worst-case row loss and the largest weighted entry: their weights are a third block
+    of the saddle point."""
+    problem = kl_grid(divergence=divergence, alpha=alpha, eps=eps, objective=objective)
     optimum = dp.solvers.convex(problem).value
     design = dp.design(problem, method="pdhg", gap_tol=1e-3)
     assert design.result.method == "mirror" and design.result.status == "converged"
@@ -48,9 +64,11 @@ def test_one_direction_only():
 
 
 @float64
-def test_the_bound_holds_at_arbitrary_iterates():
-    """Random log-tables and multipliers, far from optimal: each bound is below the optimum."""
-    problem = kl_grid(eps=0.2)
+@pytest.mark.parametrize("objective", ["expected", "worst", "entry"])
+def test_the_bound_holds_at_arbitrary_iterates(objective):
+    """Random log-tables, multipliers and epigraph weights, far from optimal: each bound is below
+    the optimum."""
+    problem = kl_grid(eps=0.2, objective=objective)
     optimum = dp.solvers.convex(problem).value
     run = _mirror.MirrorRun(Optimizer(gap_tol=1e-2), problem, 0)
     rng = np.random.default_rng(3)
@@ -58,8 +76,12 @@ def test_the_bound_holds_at_arbitrary_iterates():
     for scale in (0.1, 1.0, 10.0):
         theta = jnp.asarray(rng.normal(scale=3.0, size=run.theta.shape))
         lam = jnp.asarray(rng.exponential(scale, size=run.lam.shape))
-        bounds.append(float(_mirror._bound(run.data, run.cost, run.nl, run.true_nl, run.kinds, theta, lam,
-                                           run.eta, run.sigma, run.scale)))
+        nu = run.nu
+        if run.weights.epigraph:
+            nu = jnp.where(run.weights.active, jnp.asarray(rng.normal(scale=scale, size=nu.shape)), -jnp.inf)
+            nu = nu - jax.scipy.special.logsumexp(nu)
+        bounds.append(float(_mirror._bound(run.data, run.weights, run.nl, run.true_nl, run.kinds, theta, lam,
+                                           nu, run.eta, run.sigma, run.scale)))
     assert all(np.isfinite(b) and b <= optimum * (1 + 1e-9) for b in bounds), (bounds, optimum)
 
 
@@ -88,9 +110,10 @@ def test_auto_routes_divergence_dp_to_mirror_prox_and_al_stays_selectable():
                        items=(dp.Item("a", np.full(9, 1 / 9)), dp.Item("b", np.arange(1.0, 10.0) / 45)),
                        constraints=(dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.1),))
     assert not _mirror.applies(distp, (("kl", None),))  # item laws: the smoothed dual
-    worst = dp.Problem(problem.inputs, problem.outputs, problem.loss, problem.prior,
-                       constraints=problem.constraints, objective="worst")
-    assert not _mirror.applies(worst, (("kl", None),))
+    assert _methods.route(kl_grid(n=10, objective="worst"), "auto", gap_tol=1e-3) == ("mirror",)
+    linear = dp.Problem(problem.inputs, problem.outputs, problem.loss, problem.prior,
+                        constraints=(*problem.constraints, dp.LocalDP(epsilon=3.0)))
+    assert not _mirror.applies(linear, (("kl", None),))  # linear rows beside: the augmented Lagrangian
 
 
 def test_pair_groups_gather_their_rows():
@@ -114,3 +137,29 @@ def test_design_records_an_infinite_violation_of_clarabels_point():
     design = dp.design(problem, method="exact")
     assert design.result.max_violation == float("inf") and design.certificate.ok
     assert design.certificate.meta["optimizer"]["max_violation"] == "inf"
+
+
+def test_a_frontier_runs_mirror_prox_budget_by_budget():
+    """``dp.solvers.solve_batch`` on KL-DP between grid cells, worst-case loss: each budget's
+    table, warm-started from the last, certified within ``gap_tol`` of Clarabel's optimum."""
+    problem = kl_grid(eps=0.3, objective="worst")
+    scales = np.array([0.5, 2.0])
+    tables, bounds = dp.solvers.solve_batch(problem, scales, gap_tol=1e-3)
+    for s, table, bound in zip(scales, tables, bounds, strict=True):
+        p = problem.scaled(float(s))
+        ref = dp.solvers.convex(p).value
+        cert = dp.certify(p, table, repair=True)
+        assert cert.ok and bound <= ref * (1 + 1e-7) and cert.loss <= ref * (1 + 1e-3), (s, cert.loss, ref)
+
+
+@float64
+def test_a_run_that_moves_nothing_stops_stalled(monkeypatch):
+    problem = kl_grid(eps=0.3)
+    monkeypatch.setattr(_mirror, "ETA", 1e-12)
+    monkeypatch.setattr(_mirror, "SIGMA", 1e-12)
+    run = _mirror.MirrorRun(Optimizer(gap_tol=1e-3, steps=100_000), problem, 0)
+    status = None
+    while status is None and run.done < run.total:
+        status = run.chunk().status
+    assert status == Status.STALLED and run.done < run.total
+    assert dp.certify(problem, run.finish(status).table, repair=True).ok
