@@ -13,6 +13,7 @@ run: the certified loss of ``dp.design``'s table against the optimum of ``dp.sol
     python benchmarks/divergence_optimality.py --grid 6 10 16 --seeds 5     # Gaussian mixtures on grids
     python benchmarks/divergence_optimality.py --grid 24 32 --no-reference  # beyond Clarabel
     python benchmarks/divergence_optimality.py --grid 10 16 --real --seeds 5 --kinds kl,chi2,renyi2
+    python benchmarks/divergence_optimality.py --grid 6 10 --kinds kl-dp4 --objective worst --beside geo
 
 Exit 1 if a certified loss is more than 1 % above the reference, or a lower bound above it.
 """
@@ -105,10 +106,16 @@ GRID_DP = {"kl-dp4": ("kl", None, 4.0), "renyi2-dp4": ("renyi", 2.0, 4.0)}
 """Divergence DP between 4-neighbour cells (``divergence, α, budget factor``)."""
 
 
-def grid_problem(kind: str, n: int, seed: int, objective: str = "expected") -> dp.Problem:
+BESIDE = ("geo", "distp")
+"""``--beside``: a pure linear constraint added to a grid problem: geo-indistinguishability between
+4-neighbour cells at ε = 1 per unit, or DistP between the two items at ε = 4× the seed's budget."""
+
+
+def grid_problem(kind: str, n: int, seed: int, objective: str = "expected", beside: str = "") -> dp.Problem:
     """Two items on an ``n × n`` grid of unit cells, each a Gaussian mixture (3 and 2 bumps,
     random centres, weights and widths of 8–25 % of the side, seeded), prior their average,
-    Euclidean loss, outputs = inputs; the budget drawn per seed in [0.05, 0.5]."""
+    Euclidean loss, outputs = inputs; the budget drawn per seed in [0.05, 0.5]; ``beside``: one
+    of :data:`BESIDE` added."""
     dom = dp.Domain.grid(n, n, 1.0)
     rng = np.random.default_rng(seed)
 
@@ -127,8 +134,10 @@ def grid_problem(kind: str, n: int, seed: int, objective: str = "expected") -> d
                                      pairs=dp.problems.pairs_within(dom, 1.0))
     else:
         constraint = GRID_KINDS[kind](eps)
+    extra = {"": (), "geo": (dp.ExtendedDP(epsilon=1.0, pairs=dp.problems.pairs_within(dom, 1.0)),),
+             "distp": (dp.DistP(pairs=((0, 1),), epsilon=4 * eps),)}[beside]
     return dp.Problem(dom, dom, dom.distances(dom), (a + b) / 2, items=(dp.Item("a", a), dp.Item("b", b)),
-                      constraints=(constraint,), objective=OBJECTIVES[objective]())
+                      constraints=(constraint, *extra), objective=OBJECTIVES[objective]())
 
 
 ZERO = 1e-6
@@ -153,11 +162,12 @@ def real_problem(kind: str, n: int, seed: int, objective: str = "expected") -> d
 
 
 def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap_tol: float | None = None,
-        reference: bool = True, method: str = "cuts", real: bool = False) -> dict:
+        reference: bool = True, method: str = "cuts", real: bool = False, beside: str = "") -> dict:
     if real:
         problem = real_problem(kind, grid, seed, objective)
     else:
-        problem = grid_problem(kind, grid, seed, objective) if grid else problem_for(kind, seed, objective)
+        problem = (grid_problem(kind, grid, seed, objective, beside) if grid
+                   else problem_for(kind, seed, objective))
     ref_start = time.perf_counter()
     try:
         ref = dp.solvers.convex(problem).value if reference else float("nan")
@@ -170,6 +180,7 @@ def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap
     cert, result = design.certificate, design.result
     name = kind if not grid else f"{kind}-{'sacramento-' if real else ''}{grid}x{grid}"
     name += "" if not grid or objective == "expected" else f"-{objective}"
+    name += f"+{beside}" if beside else ""
     return {"kind": name, "seed": seed, "reference": ref,
             "certified": cert.loss,
             # absolute where the optimum is 0 up to Clarabel's tolerance (an identity table in budget)
@@ -189,6 +200,8 @@ def main(argv=None) -> int:
     ap.add_argument("--first-seed", type=int, default=0, help="run seeds first-seed … first-seed + seeds − 1")
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--objective", choices=tuple(OBJECTIVES), default="expected")
+    ap.add_argument("--beside", choices=BESIDE, default="",
+                    help="with --grid: a pure linear constraint beside the divergence (BESIDE)")
     ap.add_argument("--grid", type=int, nargs="*", default=[],
                     help="grid sides n: the Gaussian-mixture problems of GRID_KINDS instead")
     ap.add_argument("--gap-tol", type=float, default=None, help="the optimizer's gap_tol")
@@ -209,7 +222,7 @@ def main(argv=None) -> int:
     for grid in args.grid or [0]:
         for kind in kinds:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                r = run(kind, seed, args.objective, grid=grid, gap_tol=args.gap_tol,
+                r = run(kind, seed, args.objective, grid=grid, gap_tol=args.gap_tol, beside=args.beside,
                         reference=not args.no_reference, real=args.real,
                         method=args.method if args.method != "cuts" or not kind.startswith("w") else "pdhg")
                 rows.append(r)

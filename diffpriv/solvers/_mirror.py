@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import jax.scipy.special
 import numpy as np
 
-from diffpriv.problems._blocks import PairBlock
+from diffpriv.problems._blocks import MixtureBlock, PairBlock
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._divergence import (
     SCALE_FLOOR,
@@ -62,12 +62,14 @@ from diffpriv.solvers._divergence import (
 )
 from diffpriv.solvers._driver import Chunk, Outcome, Status, check_finite, relative_gap
 from diffpriv.solvers._linear import (
+    Operator,
     linear_data,
     lower_bound,
     operator,
     proves_infeasible,
     smallest_objective,
     the_table,
+    tighten,
 )
 
 __all__ = ["MirrorRun", "applies"]
@@ -107,23 +109,36 @@ NU, SPAN = 1.0, 10.0
 (``n`` rows or entries), so that the weights at the floor hold at most ``e^-SPAN`` together
 and one that becomes a largest loss again recovers in a few thousand steps."""
 
-STALL = 50
-"""A run whose last 50 chunks (10,000 steps) moved nothing stops ``"stalled"``
-(:meth:`MirrorRun._stalled`): Rényi-2 DP on a 6×6 grid under the largest-entry objective, before
-the steps' scales used uniform weights, sat at one point for 100,000 steps."""
+LINEAR = 1.0
+"""The linear constraints' multiplier step, relative to the divergences' (:class:`Rows`)."""
+
+STUCK, STALL = 10, 50
+"""When the last 10 chunks (2,000 steps) moved the bound and the table's objective by less than a
+tenth of ``gap_tol`` (relative) with a residual above the budgets' tightening that did not halve,
+the steps are halved (:meth:`MirrorRun._still`): an extragradient step too long for the problem
+has fixed points that are not saddle points (χ²-DP on a 6×6 grid sat 3 % above a budget with its
+multipliers still, and converged once the steps were halved). When the last 50 chunks moved them
+by less than a hundredth of ``gap_tol``, the run stops ``"stalled"`` (Rényi-2 DP on a 6×6 grid
+under the largest-entry objective, before the steps' scales used uniform weights, sat at one point
+for 100,000 steps). Slow progress is not a stall: Rényi-2 DP on a 3×3 grid moved its objective by
+10⁻⁷ per chunk for 40 chunks, its residual below the tightening, before its bound rose to
+converge."""
 
 FLOOR = -600.0
 """Log-entries stay above this (``e^-600`` is far below any budget's resolution)."""
 
 
 def applies(problem: Problem, kinds: tuple[Kind, ...]) -> bool:
-    """Whether mirror-prox runs ``problem``: the expected, worst-case or largest-entry loss, and
-    only divergence constraints between pairs of rows (no linear ones, no Wasserstein or item
-    laws)."""
+    """Whether mirror-prox runs ``problem``: the expected, worst-case or largest-entry loss,
+    divergence constraints between pairs of rows (not Wasserstein, not between item laws), and
+    beside them any pure linear ones (ε-bounds between rows or item laws, δ = 0)."""
     if problem.objective.transport or problem.linear:
         return False
-    return all(not b.linear and isinstance(b, PairBlock) and b.divergence not in ("wasserstein", "max")
-               for b in problem.blocks())
+    blocks = problem.blocks()
+    nonlinear = all(isinstance(b, PairBlock) and b.divergence not in ("wasserstein", "max")
+                    for b in blocks if not b.linear)
+    return nonlinear and all(isinstance(b, (PairBlock, MixtureBlock)) and b.delta == 0
+                             for b in blocks if b.linear)
 
 
 def _slope(kind: Kind, eps):
@@ -135,11 +150,16 @@ def _slope(kind: Kind, eps):
     return 1.0 / jnp.maximum(eps, SCALE_FLOOR)
 
 
+def _row_costs(cost, mask):
+    """``[R]``: each row's mean cost on its support, at least :data:`COST_FLOOR` of their mean."""
+    mean_cost = jnp.sum(jnp.where(mask, cost, 0.0), axis=1) / jnp.maximum(jnp.sum(mask, axis=1), 1)
+    return jnp.maximum(mean_cost, COST_FLOOR * jnp.maximum(jnp.mean(mean_cost), 1e-300))
+
+
 def _rates(cost, mask, nl, kinds, lam, sigma):
     """``(w_r [R, 1], σ_k [K, 2])``: the rows' weights and the comparisons' steps (module
     docstring)."""
-    mean_cost = jnp.sum(jnp.where(mask, cost, 0.0), axis=1) / jnp.maximum(jnp.sum(mask, axis=1), 1)
-    mean_cost = jnp.maximum(mean_cost, COST_FLOOR * jnp.maximum(jnp.mean(mean_cost), 1e-300))
+    mean_cost = _row_costs(cost, mask)
     slope = jnp.concatenate([jnp.broadcast_to(_slope(kind, e), e.shape) for kind, e in zip(kinds, nl.eps,
                                                                                           strict=True)])
     ia, ib = jnp.concatenate(nl.ia), jnp.concatenate(nl.ib)
@@ -191,6 +211,51 @@ class Weights(NamedTuple):
         return z - jax.scipy.special.logsumexp(z)
 
 
+class Rows(NamedTuple):
+    """The linear constraints beside the divergences, ``G A ≤ 0`` (pure ratio bounds), with
+    multipliers ``u ≥ 0`` ``[M, Y]``: ``op`` is ``G``, the normalised operator of
+    :mod:`._linear` at the run's tightened budgets, ``size`` the same with every coefficient's
+    magnitude (``|G|``), and ``rate`` ``[M, 1]`` each constraint's cost scale
+    ``(|G| c̄) / ‖G_i‖²`` (``c̄`` the rows' mean costs: a multiplier of that size moves each row
+    it compares by about its own cost, whether it compares two rows or the lifts of item laws
+    over many). A multiplier steps by ``σ·LINEAR·rate`` times its constraint's violation
+    relative to the entries it compares, ``(G A) / (|G| A)`` (at most 1 in size)."""
+
+    op: Operator
+    size: Operator
+    rate: jax.Array
+
+    @property
+    def any(self) -> bool:
+        return self.rate.shape[0] > 0  # static
+
+    def pull(self, u, cost):
+        """``cost + Gᵀu``."""
+        return cost + self.op.transpose(u) if self.any else cost
+
+    def relative(self, mask, theta):
+        """``(G A) / (|G| A)`` ``[M, Y]`` at the table ``exp(θ)``."""
+        a = jnp.where(mask, jnp.exp(theta), 0.0)
+        return self.op.apply(a) / jnp.maximum(self.size.apply(a), 1e-300)
+
+    def push(self, u, mask, theta, sigma):
+        """The projected ascent step of the multipliers at the table ``exp(θ)``."""
+        if not self.any:
+            return u
+        return jnp.maximum(u + sigma * LINEAR * self.rate * self.relative(mask, theta), 0.0)
+
+
+def _rows(data, rate_cost, tight: float) -> tuple[Rows, jax.Array]:
+    """``(rows, u = 0)``: :class:`Rows` of ``data``'s linear constraints, budgets tightened by
+    ``tight`` (relative)."""
+    op = operator(tighten(data, rel=tight))
+    size = op._replace(c_q=-op.c_q, mix=jnp.abs(op.mix))
+    square = op._replace(c_p=op.c_p**2, c_q=-op.c_q**2, mix=op.mix**2)
+    norm = square.apply(jnp.ones((op.n_rows, 1)))
+    rate = size.apply(_row_costs(rate_cost, data.mask)[:, None]) / jnp.maximum(norm, 1e-300)
+    return Rows(op, size, rate), jnp.zeros((rate.shape[0], data.mask.shape[1]))
+
+
 def _weights(problem: Problem, data) -> tuple[Weights, jax.Array, float]:
     """``(weights, log-weights ν, scale)``: the objective scaled to a unit total (at uniform
     weights for an epigraph objective), so that one ``(η, σ)`` serves every problem."""
@@ -236,45 +301,46 @@ def _normalised(mask, theta):
     return jnp.where(mask, jnp.maximum(out, FLOOR), 0.0)
 
 
-@jax.jit(static_argnums=(3,))
-def _chunk(weights, mask, nl, kinds, theta, lam, nu, eta, sigma):
-    """``STEPS`` mirror-prox steps from ``(θ, λ, ν)``."""
+@jax.jit(static_argnums=(4,))
+def _chunk(weights, rows, mask, nl, kinds, theta, lam, nu, u, eta, sigma):
+    """``STEPS`` mirror-prox steps from ``(θ, λ, ν, u)``."""
 
     def step(_, carry):
-        th, lm, n = carry
+        th, lm, n, v = carry
         cost = weights.cost(n)
         weight, dual = _rates(weights.uniform(), mask, nl, kinds, lm, sigma)
-        grad, g = _gradient(cost, mask, nl, kinds, th, lm)
+        grad, g = _gradient(rows.pull(v, cost), mask, nl, kinds, th, lm)
         half, lam_half = _move(mask, th, grad, cost, weight, eta), jnp.maximum(lm + dual * g, 0.0)
-        nu_half = weights.ascend(n, mask, th, eta * NU)
+        nu_half, u_half = weights.ascend(n, mask, th, eta * NU), rows.push(v, mask, th, sigma)
         cost = weights.cost(nu_half)
-        grad, g = _gradient(cost, mask, nl, kinds, half, lam_half)
+        grad, g = _gradient(rows.pull(u_half, cost), mask, nl, kinds, half, lam_half)
         return (_move(mask, th, grad, cost, weight, eta), jnp.maximum(lm + dual * g, 0.0),
-                weights.ascend(n, mask, half, eta * NU))
+                weights.ascend(n, mask, half, eta * NU), rows.push(v, mask, half, sigma))
 
-    return jax.lax.fori_loop(0, STEPS, step, (theta, lam, nu))
+    return jax.lax.fori_loop(0, STEPS, step, (theta, lam, nu, u))
 
 
-@jax.jit(static_argnums=(4,))
-def _bound(data, weights, nl, true_nl, kinds, theta, lam, nu, eta, sigma, scale):
-    """The certified bound at ``(λ, ν)`` (module docstring): ``REFINE`` steps on the run's problem
-    (the objective divided by ``scale``, budgets ``nl``), then the Lagrangian at ``data``'s and
-    ``true_nl``'s budgets with the multipliers ``scale · λ`` and the weights ``e^ν``."""
+@jax.jit(static_argnums=(5,))
+def _bound(data, weights, rows, nl, true_nl, kinds, theta, lam, nu, u, eta, sigma, scale):
+    """The certified bound at ``(λ, ν, u)`` (module docstring): ``REFINE`` steps on the run's
+    problem (the objective divided by ``scale``, budgets ``nl`` and ``rows``), then the
+    Lagrangian at ``data``'s and ``true_nl``'s budgets with the multipliers ``scale · λ`` and
+    ``scale · u`` and the weights ``e^ν``."""
     mask = data.mask
     cost = weights.cost(nu)
+    full = rows.pull(u, cost)
     weight, _ = _rates(weights.uniform(), mask, nl, kinds, lam, sigma)
 
     def step(_, th):
-        return _move(mask, th, _gradient(cost, mask, nl, kinds, th, lam)[0], cost, weight, eta)
+        return _move(mask, th, _gradient(full, mask, nl, kinds, th, lam)[0], cost, weight, eta)
 
     theta = jax.lax.fori_loop(0, REFINE, step, theta)
     table = jnp.where(mask, jnp.exp(theta), 0.0)
     table = table / jnp.sum(table, axis=1, keepdims=True)
     lin = linearized(true_nl, kinds, table, scale * lam)
-    u = jnp.zeros((operator(data).delta.shape[0], cost.shape[1]))
     if weights.epigraph:
-        return lower_bound(data, u, jnp.exp(nu), worst=True, linearized=lin)
-    return lower_bound(data, u, linearized=lin)
+        return lower_bound(data, scale * u, jnp.exp(nu), worst=True, linearized=lin)
+    return lower_bound(data, scale * u, linearized=lin)
 
 
 class MirrorRun:
@@ -283,7 +349,7 @@ class MirrorRun:
     stops when the best feasible table is within ``gap_tol`` of the best bound (``"converged"``),
     when :data:`STALL` chunks move nothing (``"stalled"``), or when the steps run out.
     ``budget_scale`` solves ``problem.scaled(budget_scale)``; ``init`` starts from the ``state``
-    of an earlier run's result (its iterate ``(θ, λ, ν)``: the budgets of a frontier one after
+    of an earlier run's result (its iterate ``(θ, λ, ν, u)``: the budgets of a frontier one after
     another)."""
 
     def __init__(self, opt, problem: Problem, seed: int, *, budget_scale: float = 1.0, init=None):
@@ -293,7 +359,7 @@ class MirrorRun:
         self.opt, self.problem = opt, problem
         self.data = linear_data(problem, nonlinear=True)
         self.true_nl, self.kinds = divergence_data(problem, self.data.cost.shape[0])
-        tight = TIGHTEN * min(opt.gap_tol, 1e-2)
+        self.tight = tight = TIGHTEN * min(opt.gap_tol, 1e-2)
         self.nl = self.true_nl._replace(eps=tuple(e * (1.0 - tight) for e in self.true_nl.eps))
         mask = self.data.mask
         self.weights, self.nu, self.scale = _weights(problem, self.data)
@@ -301,32 +367,36 @@ class MirrorRun:
         top = jnp.max(jnp.where(mask, cost, 0.0), axis=1, keepdims=True)
         self.theta = _normalised(mask, -3.0 * cost / jnp.maximum(top, 1e-300))
         self.lam = jnp.zeros((self.nl.size, 2))
+        self.rows, self.u = _rows(self.data, self.weights.uniform(), tight)
         if init is not None:
-            self.theta, self.lam, self.nu = init
+            self.theta, self.lam, self.nu, self.u = init
         self.eta, self.sigma = ETA, SIGMA
         self.high = 0  # chunks in a row with residuals above OFF
-        self.trace = []  # (bound, objective, largest residual) of the last STALL chunks
+        self.trace = []  # (bound, objective, largest residual) of the last STALL + 1 chunks
+        self.since = 0  # chunks since the steps were last halved for being stuck
         self.total, self.done = opt.steps, 0
         self.bound, self.best = smallest_objective(problem), None
         self.table = self._table()
 
     def chunk(self) -> Chunk:
         mask, kinds = self.data.mask, self.kinds
-        start = (self.theta, self.lam, self.nu)
-        theta, lam, nu = _chunk(self.weights, mask, self.nl, kinds, *start, self.eta, self.sigma)
+        start = (self.theta, self.lam, self.nu, self.u)
+        theta, lam, nu, u = _chunk(self.weights, self.rows, mask, self.nl, kinds, *start, self.eta,
+                                   self.sigma)
         self.done += STEPS
-        worst = float(jnp.max(residuals(self.nl, kinds, jnp.where(mask, theta, -jnp.inf)), initial=0.0))
-        finite = bool(jnp.all(jnp.isfinite(theta))) and bool(jnp.all(jnp.isfinite(lam)))
+        worst = max(float(jnp.max(residuals(self.nl, kinds, jnp.where(mask, theta, -jnp.inf)), initial=0.0)),
+                    float(jnp.max(self.rows.relative(mask, theta), initial=0.0)))
+        finite = all(bool(jnp.all(jnp.isfinite(v))) for v in (theta, lam, u))
         if not (finite and worst <= BLOWUP):
-            self.theta, self.lam, self.nu = start  # thrown off: undo, smaller steps
+            self.theta, self.lam, self.nu, self.u = start  # thrown off: undo, smaller steps
             self.eta, self.sigma = self.eta / 2, self.sigma / 2
             return Chunk(self.done, self._gap())
         self.high = self.high + 1 if worst > OFF else 0
         if self.high >= HIGH:  # stuck above the budgets: a cycle the steps are too long for
             self.eta, self.sigma, self.high = self.eta / 2, self.sigma / 2, 0
-        self.theta, self.lam, self.nu = theta, lam, nu
-        bound = _bound(self.data, self.weights, self.nl, self.true_nl, kinds, theta, lam, nu, self.eta,
-                       self.sigma, self.scale)
+        self.theta, self.lam, self.nu, self.u = theta, lam, nu, u
+        bound = _bound(self.data, self.weights, self.rows, self.nl, self.true_nl, kinds, theta, lam, nu, u,
+                       self.eta, self.sigma, self.scale)
         self.bound = max(self.bound, float(bound))
         self.table = self._table()
         gap_tol, objective = self.opt.gap_tol, self.problem.objective_value(self.table)
@@ -335,17 +405,19 @@ class MirrorRun:
         gap = self._gap()
         if gap <= gap_tol:
             return Chunk(self.done, gap, Status.CONVERGED)
-        return Chunk(self.done, gap, Status.STALLED if self._stalled(objective, worst) else None)
+        self.trace, self.since = [*self.trace[-STALL:], (self.bound, objective, worst)], self.since + 1
+        if self.since > STUCK and self._still(STUCK, 0.1) and worst > self.tight:
+            self.eta, self.sigma, self.since = self.eta / 2, self.sigma / 2, 0
+        return Chunk(self.done, gap, Status.STALLED if self._still(STALL, 0.01) else None)
 
-    def _stalled(self, objective: float, worst: float) -> bool:
-        """Whether the last :data:`STALL` chunks moved neither the bound nor the table's objective
-        by a tenth of ``gap_tol`` (relative) nor halved the largest residual."""
-        self.trace.append((self.bound, objective, worst))
-        if len(self.trace) <= STALL:
+    def _still(self, chunks: int, fraction: float) -> bool:
+        """Whether the last ``chunks`` chunks moved neither the bound nor the table's objective by
+        ``fraction · gap_tol`` of the objective nor halved the largest residual."""
+        if len(self.trace) <= chunks:
             return False
-        bound, before, high = self.trace.pop(0)
-        moved = abs(self.bound - bound) + abs(objective - before)
-        return moved <= 0.1 * self.opt.gap_tol * abs(self.bound) and not worst < 0.5 * high
+        (bound, before, high), (now, objective, worst) = self.trace[-chunks - 1], self.trace[-1]
+        moved = abs(now - bound) + abs(objective - before)  # NaN while the bound is -inf: moving
+        return moved <= fraction * self.opt.gap_tol * abs(objective) and not worst < 0.5 * high
 
     def _table(self) -> np.ndarray:
         rows = np.array(jnp.where(self.data.mask, jnp.exp(self.theta), 0.0), np.float64)
@@ -371,5 +443,5 @@ class MirrorRun:
         table = self.best[1]
         rows = table.reshape(-1, table.shape[-1])
         violation = divergence_violation(self.data, self.true_nl, self.kinds, rows)
-        return Outcome(table, self.bound, status, violation, state=(self.theta, self.lam, self.nu),
+        return Outcome(table, self.bound, status, violation, state=(self.theta, self.lam, self.nu, self.u),
                        method="mirror")

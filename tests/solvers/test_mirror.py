@@ -2,6 +2,8 @@
 within ``gap_tol`` of Clarabel's optimum for each divergence, bounds that hold at any iterate,
 the routing, and the undo of a step that throws the iterate off."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.special
@@ -55,6 +57,33 @@ def test_epigraph_objectives_converge_within_gap_tol_of_clarabel(objective, dive
     assert optimum * (1 - 1e-7) <= design.certificate.loss <= optimum * (1 + 1e-3)
 
 
+def beside(problem: dp.Problem, kind: str) -> dp.Problem:
+    """``problem`` with a pure linear constraint beside its divergence: ε-LDP between every pair of
+    inputs (``"ldp"``), DistP between two random items (``"distp"``), or geo-indistinguishability
+    under the worst-case loss (``"geo"``)."""
+    n = problem.shape[1]
+    if kind == "ldp":
+        return dataclasses.replace(problem, constraints=(*problem.constraints, dp.LocalDP(epsilon=1.5)))
+    if kind == "distp":
+        items = tuple(dp.Item(f"i{k}", np.random.default_rng(k).dirichlet(np.ones(n))) for k in (1, 2))
+        return dataclasses.replace(problem, items=items, constraints=(
+            *problem.constraints, dp.DistP(pairs=((0, 1),), epsilon=0.3)))
+    return dataclasses.replace(problem, objective=dp.WorstCaseLoss(),
+                               constraints=(*problem.constraints, dp.ExtendedDP(epsilon=1.0)))
+
+
+@pytest.mark.parametrize("kind", ["ldp", "distp", "geo"])
+@pytest.mark.parametrize(("divergence", "alpha", "eps"), [DIVERGENCES[0], DIVERGENCES[2], DIVERGENCES[5]])
+def test_linear_constraints_beside_converge_within_gap_tol_of_clarabel(kind, divergence, alpha, eps):
+    problem = beside(kl_grid(divergence=divergence, alpha=alpha, eps=eps), kind)
+    optimum = dp.solvers.convex(problem).value
+    design = dp.design(problem, method="pdhg", gap_tol=1e-3)
+    assert design.result.method == "mirror" and design.result.status == "converged"
+    assert design.certificate.ok
+    assert design.result.lower_bound <= optimum * (1 + 1e-7)
+    assert optimum * (1 - 1e-7) <= design.certificate.loss <= optimum * (1 + 1e-3)
+
+
 def test_one_direction_only():
     problem = kl_grid(direction="forward", eps=0.2, seed=1)
     optimum = dp.solvers.convex(problem).value
@@ -64,11 +93,12 @@ def test_one_direction_only():
 
 
 @float64
-@pytest.mark.parametrize("objective", ["expected", "worst", "entry"])
+@pytest.mark.parametrize("objective", ["expected", "worst", "entry", "ldp", "distp"])
 def test_the_bound_holds_at_arbitrary_iterates(objective):
     """Random log-tables, multipliers and epigraph weights, far from optimal: each bound is below
     the optimum."""
-    problem = kl_grid(eps=0.2, objective=objective)
+    problem = kl_grid(eps=0.2, objective=objective if objective in ("worst", "entry") else "expected")
+    problem = beside(problem, objective) if objective in ("ldp", "distp") else problem
     optimum = dp.solvers.convex(problem).value
     run = _mirror.MirrorRun(Optimizer(gap_tol=1e-2), problem, 0)
     rng = np.random.default_rng(3)
@@ -80,8 +110,9 @@ def test_the_bound_holds_at_arbitrary_iterates(objective):
         if run.weights.epigraph:
             nu = jnp.where(run.weights.active, jnp.asarray(rng.normal(scale=scale, size=nu.shape)), -jnp.inf)
             nu = nu - jax.scipy.special.logsumexp(nu)
-        bounds.append(float(_mirror._bound(run.data, run.weights, run.nl, run.true_nl, run.kinds, theta, lam,
-                                           nu, run.eta, run.sigma, run.scale)))
+        u = jnp.asarray(rng.exponential(scale / 100, size=run.u.shape))
+        bounds.append(float(_mirror._bound(run.data, run.weights, run.rows, run.nl, run.true_nl, run.kinds,
+                                           theta, lam, nu, u, run.eta, run.sigma, run.scale)))
     assert all(np.isfinite(b) and b <= optimum * (1 + 1e-9) for b in bounds), (bounds, optimum)
 
 
@@ -111,9 +142,10 @@ def test_auto_routes_divergence_dp_to_mirror_prox_and_al_stays_selectable():
                        constraints=(dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=0.1),))
     assert not _mirror.applies(distp, (("kl", None),))  # item laws: the smoothed dual
     assert _methods.route(kl_grid(n=10, objective="worst"), "auto", gap_tol=1e-3) == ("mirror",)
-    linear = dp.Problem(problem.inputs, problem.outputs, problem.loss, problem.prior,
-                        constraints=(*problem.constraints, dp.LocalDP(epsilon=3.0)))
-    assert not _mirror.applies(linear, (("kl", None),))  # linear rows beside: the augmented Lagrangian
+    assert _mirror.applies(beside(problem, "ldp"), (("kl", None),))
+    approximate = dataclasses.replace(problem, constraints=(*problem.constraints, dp.LocalDP(epsilon=1.0,
+                                                                                             delta=0.01)))
+    assert not _mirror.applies(approximate, (("kl", None),))  # δ > 0: the augmented Lagrangian
 
 
 def test_pair_groups_gather_their_rows():
