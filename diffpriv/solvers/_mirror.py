@@ -25,20 +25,29 @@ steps' scales use the cost at uniform weights, not the current ones: with the cu
 of small weight got short multiplier steps and the run sat at a point 40 % above its bound
 (Rényi-2 DP on a 6×6 grid, largest entry). Each weight stays above ``e^-SPAN / n``.
 
-**Bound.** Every chunk, a few mirror steps on ``A`` at fixed ``(λ, ν)`` bring ``A`` towards the
-minimiser of ``L(·, λ, ν)``, and the Lagrangian linearised there (:func:`._divergence.linearized`,
-:func:`._linear.lower_bound`) is a lower bound on the optimum whatever the iterate: the
-linearisation of a convex function is below it everywhere. The best bound so far is kept.
+**Linear constraints beside** (pure ratio bounds, δ = 0: local DP, geo-indistinguishability,
+DistP) are ``G A ≤ 0`` in the normalised operator of :mod:`._linear`; their multipliers
+``u ≥ 0`` add ``⟨u, G A⟩`` to ``L`` and take projected steps on the violation relative to the
+entries each row compares (:class:`Rows`).
+
+**Bound.** Every chunk, a few mirror steps on ``A`` at fixed ``(λ, ν, u)`` bring ``A`` towards
+the minimiser of ``L(·, λ, ν, u)``, and the Lagrangian linearised there
+(:func:`._divergence.linearized`, :func:`._linear.lower_bound`) is a lower bound on the optimum
+whatever the iterate: the linearisation of a convex function is below it everywhere, and any
+weights on the simplex and multipliers ``u ≥ 0`` keep weak duality. It is computed at the last
+iterate and at the chunk's average (the ergodic average is what mirror-prox's rate is for); the
+best bound so far is kept.
 
 **Table.** The run solves budgets tightened by :data:`TIGHTEN` ``· gap_tol`` (relative), so that
-an iterate near its own constraints meets the real ones. A chunk's table within ``gap_tol`` of
-the bound is repaired by the certifier's least mixing (:func:`diffpriv.certification._repair.repair`);
-the best repaired table is kept, and the run has converged when it is within ``gap_tol``. A
-chunk that throws the iterate off (non-finite, or residuals above :data:`BLOWUP`) is undone and
-the steps halved, as they are when the residuals stay above :data:`OFF` for :data:`HIGH` chunks.
+an iterate near its own constraints meets the real ones. A chunk's table (last and average)
+within ``gap_tol`` of the bound is repaired by the certifier's least mixing
+(:func:`diffpriv.certification._repair.repair`); the best repaired table is kept, and the run
+has converged when it is within ``gap_tol``. A chunk that throws the iterate off (non-finite, or
+residuals above :data:`BLOWUP`) is undone and the steps halved, as they are when the residuals
+stay above :data:`OFF` for :data:`HIGH` chunks, or when chunks move nothing (:data:`STUCK`).
 
-Measured on ``benchmarks/divergence_optimality.py``'s KL-DP grids (4-neighbour pairs,
-``benchmarks/RESULTS.md``).
+Measured on ``benchmarks/divergence_optimality.py``'s KL-DP and Rényi-2-DP grids (4-neighbour
+pairs; ``--objective``, ``--beside``; ``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -120,15 +129,17 @@ on it starved the multipliers further."""
 
 STUCK, STALL = 10, 50
 """When the last 10 chunks (2,000 steps) moved the bound and the table's objective by less than a
-tenth of ``gap_tol`` (relative) with a residual above the budgets' tightening that did not halve,
-the steps are halved (:meth:`MirrorRun._still`): an extragradient step too long for the problem
+tenth of ``gap_tol`` (relative) with a residual above the budgets' tightening that did not fall
+by a tenth, the steps are halved (:meth:`MirrorRun._still`): an extragradient step too long for the problem
 has fixed points that are not saddle points (χ²-DP on a 6×6 grid sat 3 % above a budget with its
 multipliers still, and converged once the steps were halved). When the last 50 chunks moved them
 by less than a hundredth of ``gap_tol``, the run stops ``"stalled"`` (Rényi-2 DP on a 6×6 grid
 under the largest-entry objective, before the steps' scales used uniform weights, sat at one point
 for 100,000 steps). Slow progress is not a stall: Rényi-2 DP on a 3×3 grid moved its objective by
 10⁻⁷ per chunk for 40 chunks, its residual below the tightening, before its bound rose to
-converge."""
+converge; beside geo-indistinguishability on a 6×6 grid (seed 0) its residual fell by a quarter
+every 10 chunks, and halving the steps there (when the rule asked for it to halve) stalled the
+run at a 0.36 % gap."""
 
 FLOOR = -600.0
 """Log-entries stay above this (``e^-600`` is far below any budget's resolution)."""
@@ -423,18 +434,19 @@ class MirrorRun:
         if gap <= gap_tol:
             return Chunk(self.done, gap, Status.CONVERGED)
         self.trace, self.since = [*self.trace[-STALL:], (self.bound, objective, worst)], self.since + 1
-        if self.since > STUCK and self._still(STUCK, 0.1) and worst > self.tight:
+        if self.since > STUCK and self._still(STUCK, 0.1, 0.9) and worst > self.tight:
             self.eta, self.sigma, self.since = self.eta / 2, self.sigma / 2, 0
-        return Chunk(self.done, gap, Status.STALLED if self._still(STALL, 0.01) else None)
+        return Chunk(self.done, gap, Status.STALLED if self._still(STALL, 0.01, 0.5) else None)
 
-    def _still(self, chunks: int, fraction: float) -> bool:
+    def _still(self, chunks: int, fraction: float, fall: float) -> bool:
         """Whether the last ``chunks`` chunks moved neither the bound nor the table's objective by
-        ``fraction · gap_tol`` of the objective nor halved the largest residual."""
+        ``fraction · gap_tol`` of the objective nor brought the largest residual down to ``fall``
+        times what it was."""
         if len(self.trace) <= chunks:
             return False
         (bound, before, high), (now, objective, worst) = self.trace[-chunks - 1], self.trace[-1]
         moved = abs(now - bound) + abs(objective - before)  # NaN while the bound is -inf: moving
-        return moved <= fraction * self.opt.gap_tol * abs(objective) and not worst < 0.5 * high
+        return moved <= fraction * self.opt.gap_tol * abs(objective) and not worst < fall * high
 
     def _table(self, theta) -> np.ndarray:
         rows = np.array(jnp.where(self.data.mask, jnp.exp(theta), 0.0), np.float64)
