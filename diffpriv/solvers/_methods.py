@@ -39,8 +39,8 @@ the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``bench
   Clarabel still wins on 10×10 (0.3–2.2 s against 0.6–12.7 s). It runs up to
   :data:`CONVEX_VARIABLES` (about 17×17; :data:`CONVEX_VARIABLES_LOOSE`, about 12×12, when
   ``gap_tol ≥ 10⁻³``), or up to :data:`CONVEX_VARIABLES_AL` (about 20×20)
-  where diffpriv's solver would be the augmented Lagrangian (a δ > 0 bound beside divergences
-  between rows, the largest-entry objective on item laws), which stalls 1–37 % above the
+  where diffpriv's solver would be the augmented Lagrangian (linear bounds between rows or δ > 0
+  beside divergences between rows, the largest-entry objective on item laws), which stalls 1–37 % above the
   optimum, or :data:`CONVEX_VARIABLES_MIRROR` (about 8×8) where it would be mirror-prox. cvxpy is an optional
   dependency: without it ``"auto"`` runs diffpriv's solver.
 """
@@ -60,7 +60,7 @@ METHODS = {
             "is installed), else 'pdhg'",
     "pdhg": "diffpriv's first-order solvers: restarted mirror PDHG (linear constraints; lifted "
             "to couplings for Wasserstein ones), the smoothed dual with L-BFGS (divergence "
-            "DistP), mirror-prox (divergence DP between rows, pure linear constraints beside), "
+            "DistP), mirror-prox (divergence DP between rows, pure DistP beside), "
             "else the augmented Lagrangian",
     "cuts": "column-and-cut generation for f-divergence constraints (KL, chi2, Hellinger, Renyi, TV) "
             "and Wasserstein ones (column generation alone for linear ones between item laws, DistP): "
