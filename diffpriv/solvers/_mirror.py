@@ -181,15 +181,14 @@ def _row_costs(cost, mask):
     return jnp.maximum(mean_cost, COST_FLOOR * jnp.maximum(jnp.mean(mean_cost), 1e-300))
 
 
-def _rates(cost, mask, nl, kinds, lam, sigma):
+def _rates(mean_cost, nl, kinds, lam, sigma):
     """``(w_r [R, 1], σ_k [K, 2])``: the rows' weights and the comparisons' steps (module
-    docstring)."""
-    mean_cost = _row_costs(cost, mask)
+    docstring), from the rows' cost scales ``mean_cost`` (:func:`_row_costs`)."""
     slope = jnp.concatenate([jnp.broadcast_to(_slope(kind, e), e.shape) for kind, e in zip(kinds, nl.eps,
                                                                                           strict=True)])
     ia, ib = jnp.concatenate(nl.ia), jnp.concatenate(nl.ib)
     weight = jnp.sum(lam, axis=1) * slope
-    n = cost.shape[0]
+    n = mean_cost.shape[0]
     w = mean_cost + jax.ops.segment_sum(weight, ia, n) + jax.ops.segment_sum(weight, ib, n)
     pair_cost = 0.5 * (mean_cost[ia] + mean_cost[ib])
     return w[:, None], (sigma * pair_cost / slope)[:, None]
@@ -258,10 +257,10 @@ class Rows(NamedTuple):
         """``cost + Gᵀu``."""
         return cost + self.op.transpose(u) if self.any else cost
 
-    def relative(self, mask, theta, floor: float = 1e-300):
-        """``(G A) / max(|G| A, floor)`` ``[M, Y]`` at the table ``exp(θ)``."""
+    def relative(self, mask, theta):
+        """``(G A) / (|G| A)`` ``[M, Y]`` at the table ``exp(θ)``."""
         a = jnp.where(mask, jnp.exp(theta), 0.0)
-        return self.op.apply(a) / jnp.maximum(self.size.apply(a), floor)
+        return self.op.apply(a) / jnp.maximum(self.size.apply(a), 1e-300)
 
     def push(self, u, mask, theta, sigma):
         """The projected ascent step of the multipliers at the table ``exp(θ)``."""
@@ -333,10 +332,12 @@ def _chunk(weights, rows, mask, nl, kinds, theta, lam, nu, u, eta, sigma):
     mirror-prox's rate is for; with it Rényi-2 DP on a 6×6 grid under the largest entry
     converged in 600 steps, where the last iterate alone stalled 200 % above its bound)."""
 
+    row_cost = _row_costs(weights.uniform(), mask)  # the steps' scales: fixed through the chunk
+
     def step(_, carry):
         (th, lm, n, v), total = carry
         cost = weights.cost(n)
-        weight, dual = _rates(weights.uniform(), mask, nl, kinds, lm, sigma)
+        weight, dual = _rates(row_cost, nl, kinds, lm, sigma)
         grad, g = _gradient(rows.pull(v, cost), mask, nl, kinds, th, lm)
         half, lam_half = _move(mask, th, grad, cost, weight, eta), jnp.maximum(lm + dual * g, 0.0)
         nu_half, u_half = weights.ascend(n, mask, th, eta * NU), rows.push(v, mask, th, sigma)
@@ -364,7 +365,7 @@ def _bound(data, weights, rows, nl, true_nl, kinds, theta, lam, nu, u, eta, sigm
     mask = data.mask
     cost = weights.cost(nu)
     full = rows.pull(u, cost)
-    weight, _ = _rates(weights.uniform(), mask, nl, kinds, lam, sigma)
+    weight, _ = _rates(_row_costs(weights.uniform(), mask), nl, kinds, lam, sigma)
 
     def step(_, th):
         return _move(mask, th, _gradient(full, mask, nl, kinds, th, lam)[0], cost, weight, eta)

@@ -43,12 +43,10 @@ from diffpriv.solvers import _pdhg
 from diffpriv.solvers._convex import ConvexSolveError
 from diffpriv.solvers._cuts import CutsRun, CutsSolveError
 from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, drive
-from diffpriv.solvers._dual import DualRun
 from diffpriv.solvers._linear import linear_data, operator, sparse_matrix, the_table, tighten
 from diffpriv.solvers._lp import Basis, ReferenceSolveError
 from diffpriv.solvers._mechanism import Mechanism
 from diffpriv.solvers._methods import TRIES, auto_cuts, first_order, route, solver_class
-from diffpriv.solvers._mirror import MirrorRun
 from diffpriv.solvers._nonlinear import batch_nonlinear
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish
@@ -206,7 +204,7 @@ def _solve_batch(opt: Optimizer, problem: Problem, eps_scales, seed: int) -> tup
         if name == "transport pdhg":
             return batch_transport(opt, problem, scales, seed)
         if name in ("dual", "mirror"):  # one budget after another, warm-started
-            run_class = DualRun if name == "dual" else MirrorRun
+            run_class = solver_class(name)
             tables, bounds, state = [], [], None
             for s in scales:
                 r = drive(functools.partial(run_class, opt, problem, seed, budget_scale=float(s), init=state),
