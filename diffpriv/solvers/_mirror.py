@@ -40,11 +40,12 @@ best bound so far is kept.
 
 **Table.** The run solves budgets tightened by :data:`TIGHTEN` ``· gap_tol`` (relative), so that
 an iterate near its own constraints meets the real ones. A chunk's table (last and average)
-within ``gap_tol`` of the bound is repaired by the certifier's least mixing
-(:func:`diffpriv.certification._repair.repair`); the best repaired table is kept, and the run
-has converged when it is within ``gap_tol``. A chunk that throws the iterate off (non-finite, or
-residuals above :data:`BLOWUP`) is undone and the steps halved, as they are when the residuals
-stay above :data:`OFF` for :data:`HIGH` chunks, or when chunks move nothing (:data:`STUCK`).
+within ``gap_tol`` of the bound and within :data:`REPAIRABLE` of its real budgets is repaired by
+the certifier's least mixing (:func:`diffpriv.certification._repair.repair`); the best repaired
+table is kept, and the run has converged when it is within ``gap_tol``. A chunk that throws the
+iterate off (non-finite, or residuals above :data:`BLOWUP`) is undone and the steps halved; the
+table's step is halved when the residuals stay above :data:`OFF` for :data:`HIGH` chunks, and
+both when chunks move nothing (:data:`STUCK`).
 
 Measured on ``benchmarks/divergence_optimality.py``'s KL-DP and Rényi-2-DP grids (4-neighbour
 pairs; ``--objective``, ``--beside``; ``benchmarks/RESULTS.md``).
@@ -106,12 +107,15 @@ STEPS, REFINE = 200, 100
 
 TIGHTEN, BLOWUP, OFF, HIGH = 0.3, 10.0, 0.1, 5
 """Budgets solved for at ``ε(1 − 0.3·min(gap_tol, 10⁻²))``. A chunk is undone (and the steps
-halved) when its largest normalised residual exceeds 10; the steps are halved when it stays above
-0.1 for 5 chunks. Rényi-2 DP on a 24×24 grid (seed 3, ``ε = 0.2``) otherwise cycled 141 % above
-a budget from its 11th chunk (the repaired table 78 % above the bound); with the halving it
-converged in 1,800 steps. Undoing every chunk whose residual jumped above 0.1 was tried and
-dropped: a transient of the first chunks then halved the steps until nothing moved (Rényi-2 DP
-on a 6×6 grid, seed 0: 1,497 % after 100,000 steps)."""
+halved) when its largest normalised residual exceeds 10; the table's step ``η`` alone is halved
+when it stays above 0.1 for 5 chunks. Rényi-2 DP on a 24×24 grid (seed 3, ``ε = 0.2``) otherwise
+cycled 141 % above a budget from its 11th chunk (the repaired table 78 % above the bound); with
+the halving it converged in 1,000 steps. Halving the multipliers' step ``σ`` there too froze them
+under the largest entry (Rényi-2 DP on 24×24, seed 0: residuals at 0.11–0.16 halved both every 5
+chunks, to 1/64 by chunk 30, and the run stopped ``"stalled"`` at a 52 % gap); with ``η`` alone
+it converged. Undoing every chunk whose residual jumped above 0.1 was tried and dropped: a
+transient of the first chunks then halved the steps until nothing moved (Rényi-2 DP on a 6×6
+grid, seed 0: 1,497 % after 100,000 steps)."""
 
 NU, SPAN = 1.0, 10.0
 """The epigraph weights' step, relative to the table's; each weight stays above ``e^-SPAN / n``
@@ -142,6 +146,13 @@ for 100,000 steps). Slow progress is not a stall: Rényi-2 DP on a 3×3 grid mov
 converge; beside geo-indistinguishability on a 6×6 grid (seed 0) its residual fell by a quarter
 every 10 chunks, and halving the steps there (when the rule asked for it to halve) stalled the
 run at a 0.36 % gap."""
+
+REPAIRABLE = 1.0
+"""A chunk's table is repaired (the certifier's least mixing, seconds on large tables) only when it
+exceeds its real budgets by at most this times ``gap_tol`` (relative): mixing from further off
+costs more than ``gap_tol``. Rényi-2 DP on a 24×24 grid under the largest entry (seed 0) tried 20
+repairs from 5.6–33 % over a budget, 3 s each and each 32–97 % above the bound; the one that
+converged came from a table within its budgets."""
 
 FLOOR = -600.0
 """Log-entries stay above this (``e^-600`` is far below any budget's resolution)."""
@@ -428,7 +439,7 @@ class MirrorRun:
             return Chunk(self.done, self._gap())
         self.high = self.high + 1 if worst > OFF else 0
         if self.high >= HIGH:  # stuck above the budgets: a cycle the steps are too long for
-            self.eta, self.sigma, self.high = self.eta / 2, self.sigma / 2, 0
+            self.eta, self.high = self.eta / 2, 0
         self.theta, self.lam, self.nu, self.u = theta, lam, nu, u
         for point in ((theta, lam, nu, u), average):
             bound = _bound(self.data, self.weights, self.rows, self.nl, self.true_nl, kinds, *point, self.eta,
@@ -436,8 +447,10 @@ class MirrorRun:
             self.bound = max(self.bound, float(bound))
         self.table = self._table(theta)
         gap_tol, objective = self.opt.gap_tol, self.problem.objective_value(self.table)
-        for table in (self.table, self._table(average[0])):
-            if relative_gap(self.problem.objective_value(table), self.bound) <= gap_tol < self._gap():
+        for th in (theta, average[0]):
+            table = self.table if th is theta else self._table(th)
+            near = relative_gap(self.problem.objective_value(table), self.bound) <= gap_tol < self._gap()
+            if near and self._repairable(th):
                 self._keep(table)  # near enough to be worth the certifier's repair
         gap = self._gap()
         if gap <= gap_tol:
@@ -456,6 +469,12 @@ class MirrorRun:
         (bound, before, high), (now, objective, worst) = self.trace[-chunks - 1], self.trace[-1]
         moved = abs(now - bound) + abs(objective - before)  # NaN while the bound is -inf: moving
         return moved <= fraction * self.opt.gap_tol * abs(objective) and not worst < fall * high
+
+    def _repairable(self, theta) -> bool:
+        """Whether the table ``exp(θ)`` exceeds its real budgets by at most :data:`REPAIRABLE`
+        ``· gap_tol`` (relative)."""
+        excess = residuals(self.true_nl, self.kinds, jnp.where(self.data.mask, theta, -jnp.inf))
+        return float(jnp.max(excess, initial=-1.0)) <= REPAIRABLE * self.opt.gap_tol
 
     def _table(self, theta) -> np.ndarray:
         rows = np.array(jnp.where(self.data.mask, jnp.exp(theta), 0.0), np.float64)

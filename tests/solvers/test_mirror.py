@@ -191,3 +191,24 @@ def test_a_run_that_moves_nothing_stops_stalled(monkeypatch):
         status = run.chunk().status
     assert status == Status.STALLED and run.done < run.total
     assert dp.certify(problem, run.finish(status).table, repair=True).ok
+
+
+
+@float64
+def test_only_tables_near_their_budgets_are_offered_to_the_repair(monkeypatch):
+    """A chunk's table goes to the certifier's repair (seconds on large tables) only within
+    ``REPAIRABLE · gap_tol`` of its real budgets: the uniform table is within them, the
+    cost-tilted start (each input mostly on its own cell) far over, and every table a run offers
+    is within them by the certifier's own levels."""
+    problem = kl_grid(eps=0.3, objective="entry")
+    run = _mirror.MirrorRun(Optimizer(gap_tol=1e-2), problem, 0)
+    assert not run._repairable(run.theta)
+    assert run._repairable(jnp.zeros_like(run.theta))
+    offered = []
+    monkeypatch.setattr(run, "_keep", offered.append)
+    while not offered and run.done < 20_000:
+        run.chunk()
+    assert offered
+    for table in offered:
+        level = dp.certify(problem, table).constraints[0].level  # the largest KL between neighbours
+        assert level <= 0.3 * (1 + _mirror.REPAIRABLE * 1e-2) + 1e-9
