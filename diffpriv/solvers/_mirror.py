@@ -35,8 +35,8 @@ the minimiser of ``L(·, λ, ν, u)``, and the Lagrangian linearised there
 (:func:`._divergence.linearized`, :func:`._linear.lower_bound`) is a lower bound on the optimum
 whatever the iterate: the linearisation of a convex function is below it everywhere, and any
 weights on the simplex and multipliers ``u ≥ 0`` keep weak duality. It is computed at the last
-iterate and at the chunk's average (the ergodic average is what mirror-prox's rate is for); the
-best bound so far is kept.
+iterate and at the chunk's average in turn (:data:`BOUND_AT`; the ergodic average is what
+mirror-prox's rate is for); the best bound so far is kept.
 
 **Table.** The run solves budgets tightened by :data:`TIGHTEN` ``· gap_tol`` (relative), so that
 an iterate near its own constraints meets the real ones. A chunk's table (last and average)
@@ -104,6 +104,13 @@ centred) cycled 43 % above a budget without this floor and 6 % with it."""
 
 STEPS, REFINE = 200, 100
 """Mirror-prox steps per compiled chunk; mirror steps at fixed multipliers before each bound."""
+
+BOUND_AT = ("last", "average")
+"""Where odd and even chunks compute the bound (each costs about a quarter of a chunk's steps).
+Both every chunk: on five KL- and Rényi-2-DP runs on 16×16 grids (expected, worst-case and
+largest-entry losses) the last iterate raised the bound on 49 chunks, the average on 13, neither
+on 63; in turn, the same runs took 18 % less time in all (132 → 108 s), four with the same
+steps and one 400 steps more."""
 
 TIGHTEN, BLOWUP, OFF, HIGH = 0.3, 10.0, 0.1, 5
 """Budgets solved for at ``ε(1 − 0.3·min(gap_tol, 10⁻²))``. A chunk is undone (and the steps
@@ -441,10 +448,10 @@ class MirrorRun:
         if self.high >= HIGH:  # stuck above the budgets: a cycle the steps are too long for
             self.eta, self.high = self.eta / 2, 0
         self.theta, self.lam, self.nu, self.u = theta, lam, nu, u
-        for point in ((theta, lam, nu, u), average):
-            bound = _bound(self.data, self.weights, self.rows, self.nl, self.true_nl, kinds, *point, self.eta,
-                           self.sigma, self.scale)
-            self.bound = max(self.bound, float(bound))
+        point = (theta, lam, nu, u) if BOUND_AT[(self.done // STEPS + 1) % 2] == "last" else average
+        bound = _bound(self.data, self.weights, self.rows, self.nl, self.true_nl, kinds, *point, self.eta,
+                       self.sigma, self.scale)
+        self.bound = max(self.bound, float(bound))
         self.table = self._table(theta)
         gap_tol, objective = self.opt.gap_tol, self.problem.objective_value(self.table)
         for th in (theta, average[0]):
