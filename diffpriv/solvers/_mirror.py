@@ -124,14 +124,16 @@ it converged. Undoing every chunk whose residual jumped above 0.1 was tried and 
 transient of the first chunks then halved the steps until nothing moved (Rényi-2 DP on a 6×6
 grid, seed 0: 1,497 % after 100,000 steps)."""
 
-NU_ROWS, NU_ENTRIES, SPAN = 10.0, 1.0, 10.0
+NU_ROWS, NU_ENTRIES, SPAN = 10.0, 3.0, 10.0
 """The epigraph weights' step, relative to the table's, over rows (the worst-case loss) and over
 entries (the largest entry); each weight stays above ``e^-SPAN / n`` (``n`` rows or entries), so
 that the weights at the floor hold at most ``e^-SPAN`` together and one that becomes a largest
-loss again recovers in a few thousand steps. KL- and Rényi-2-DP on 16×16 grids under the
-worst-case loss (five runs, ``gap_tol = 10⁻²``) took 1.5–3× fewer steps with 10 than with 1 over
-rows (15,200 → 8,400 on the slowest); under the largest entry 10 took 6× more steps on one run
-and did not converge on another in 40,000 steps (1: 2,600)."""
+loss again recovers in a few thousand steps. KL- and Rényi-2-DP on 16×16 grids at
+``gap_tol = 10⁻²``, five seeds each: under the worst-case loss every run took fewer steps with 10
+than with 1 over rows (25,200 in all against about 55,000; 15,200 → 8,400 on the slowest); under
+the largest entry 3 took 19,600 steps in all against 27,800 with 1 (one run of ten took more:
+4,200 against 3,400), while 10 took 6× more steps on one run and did not converge on another in
+40,000 steps."""
 
 LINEAR = 10.0
 """The linear constraints' multiplier step, relative to the divergences' (:class:`Rows`). KL-DP
