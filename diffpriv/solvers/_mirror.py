@@ -467,8 +467,7 @@ class MirrorRun:
         self.bound = max(self.bound, float(bound))
         self.table = self._table(theta)
         gap_tol, objective = self.opt.gap_tol, self.problem.objective_value(self.table)
-        for th in (theta, average[0]):
-            table = self.table if th is theta else self._table(th)
+        for th, table in ((theta, self.table), (average[0], self._table(average[0]))):
             near = relative_gap(self.problem.objective_value(table), self.bound) <= gap_tol < self._gap()
             if near and self._repairable(th):
                 self._keep(table)  # near enough to be worth the certifier's repair
