@@ -31,8 +31,9 @@ the real ones once the tangents are close; the certifier's mixing repairs what i
 **Linear problems.** With no divergence to cut (DistP and profile edges: linear comparisons of
 item laws only) this is column generation on the whole LP's rows: on the 32×32 Sacramento
 sales (pure DistP) it converged in 7 LP rounds and 2.0 s where HiGHS on the whole LP took 11 s
-(``benchmarks/scaling.py``). Pair blocks (local, extended DP) are left to PDHG and HiGHS: their
-rows make the model the size of the whole LP.
+(``benchmarks/scaling.py``). Pair blocks (local, extended DP) are not taken here: their rows make
+the model the size of the whole LP; pure ones alone go to column generation over whole output
+columns (:mod:`._columns`).
 """
 
 from __future__ import annotations

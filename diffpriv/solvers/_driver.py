@@ -11,7 +11,7 @@ transport PDHG (:class:`._transport_pdhg.TransportRun`), the smoothed dual
 (:class:`._dual.DualRun`), mirror-prox (:class:`._mirror.MirrorRun`), the augmented Lagrangian
 (:class:`._nonlinear.ALRun`,
 :class:`._pdhg_run.LinearALRun`), column-and-cut generation (:class:`._cuts.CutsRun`,
-:class:`._transport_cuts.TransportCutsRun`) and the
+:class:`._transport_cuts.TransportCutsRun`, :class:`._columns.ColumnsRun`) and the
 exact references (:class:`._exact.ExactRun`); :data:`._methods.SOLVERS` names them and
 :func:`._methods.route` picks one. This module imports no other solver module: the solvers
 import it, never each other in a circle.

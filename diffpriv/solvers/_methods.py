@@ -13,7 +13,9 @@ stalled, is faster from 16×16 and finishes 24×24 and 32×32 grids Clarabel doe
 ``gap_tol`` (:data:`DUAL_GAP_TOL`, from :data:`DUAL_FROM` entries) the smoothed dual runs first
 there. On linear constraints between item laws only (DistP, profile edges) it runs column
 generation (``"cuts"`` with no cuts to make) from :data:`LINEAR_CUTS_FROM` table entries (after
-presolve). Elsewhere
+presolve), and where every constraint is a pure pair bound (local / extended DP) under the
+expected loss, column generation over output columns (:mod:`._columns`) from
+:data:`COLUMNS_FROM`. Elsewhere
 it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
 problem, Clarabel through cvxpy for Wasserstein constraints) where the size model predicts it is
 faster than diffpriv's own and fits in memory, and diffpriv's own solver otherwise, so that the
@@ -53,8 +55,8 @@ __all__ = ["METHODS", "SOLVERS", "TRIES", "auto_cuts", "choose", "cuts_apply", "
            "first_order", "route", "solver_class"]
 
 METHODS = {
-    "auto": "'cuts' for f-divergence constraints (the smoothed dual first at gap_tol >= 1e-2) and "
-            "for DistP from ~16x16; "
+    "auto": "'cuts' for f-divergence constraints (the smoothed dual first at gap_tol >= 1e-2), "
+            "for DistP from ~16x16 and for pure local / extended DP from ~10x10; "
             "else the exact reference where it is predicted "
             "faster and fits in memory (HiGHS, or Clarabel for Wasserstein constraints when cvxpy "
             "is installed), else 'pdhg'",
@@ -63,7 +65,8 @@ METHODS = {
             "DistP), mirror-prox (divergence DP between rows, pure DistP beside), "
             "else the augmented Lagrangian",
     "cuts": "column-and-cut generation for f-divergence constraints (KL, chi2, Hellinger, Renyi, TV) "
-            "and Wasserstein ones (column generation alone for linear ones between item laws, DistP): "
+            "and Wasserstein ones (column generation alone for linear ones between item laws, DistP, "
+            "and over whole output columns for pure local / extended DP): "
             "linear programs on a working support with tangent cuts of each "
             "divergence (Kantorovich potentials for Wasserstein budgets), solved by HiGHS, and a "
             "bound on the whole problem from their multipliers",
@@ -81,6 +84,7 @@ SOLVERS = {
     "mirror": "diffpriv.solvers._mirror:MirrorRun",
     "al": "diffpriv.solvers._nonlinear:ALRun",
     "cuts": "diffpriv.solvers._cuts:CutsRun",
+    "columns": "diffpriv.solvers._columns:ColumnsRun",
     "transport cuts": "diffpriv.solvers._transport_cuts:TransportCutsRun",
     "exact": "diffpriv.solvers._exact:ExactRun",
 }
@@ -111,6 +115,14 @@ item laws (DistP): with certification, on the Gaussian-mixture grids of
 ``benchmarks/scaling.py`` it took 1.4 s / 0.25 s / 0.71 s on 6×6 / 10×10 / 16×16 where HiGHS
 took 0.02 s / 0.17 s / 1.08 s, and on the Sacramento sales 0.19 / 0.24 / 0.61 s against
 0.03 / 0.11 / 0.67 s (``benchmarks/RESULTS.md``)."""
+COLUMNS_FROM = 10_000
+"""``"auto"`` runs column generation over output columns (:mod:`._columns`) rather than HiGHS on
+the whole LP from this many table entries where every constraint is a pure pair bound. Side by
+side at ``gap_tol = 10⁻⁴`` (best of 3 in one process, the 2-core CPU): geo-indistinguishability
+on 4-neighbour grids 6×6 / 8×8 / 10×10 / 12×12 took 0.20 / 0.33 / 0.69 / 1.1 s against HiGHS's
+0.08 / 0.51 / 2.7 / 11.5 s; k-ary randomized response (ε-LDP) with k = 20 / 64 took 0.016 /
+0.27 s against 0.027 / 1.2 s. In a fresh process each (``benchmarks/scaling.py``, with
+certification, ``gap_tol = 10⁻²``) 8×8 took 0.89 s against HiGHS's 0.51 s."""
 DUAL_GAP_TOL = 1e-2
 """From this ``gap_tol`` up, ``"auto"`` runs the smoothed dual before ``"cuts"`` where both apply
 and Clarabel does not run (:func:`route`), with ``"cuts"`` taking over when the dual does not
@@ -188,11 +200,14 @@ def cuts_apply(problem) -> bool:
 def cuts_solver(problem) -> str | None:
     """``"cuts"`` (f-divergences) or ``"transport cuts"`` (Wasserstein constraints) where
     column-and-cut generation runs ``problem``, else None."""
-    if problem.linear:  # column generation alone: comparisons of item laws only (pair blocks'
-        # rows make the model as large as the whole LP: 16x16 geo-indistinguishability > 8 min)
+    if problem.linear:  # column generation alone: of table entries on comparisons of item laws
+        # only; of whole output columns on pure pair bounds (local / extended DP)
         from diffpriv.problems._blocks import MixtureBlock
         from diffpriv.problems._objectives import LINEAR
+        from diffpriv.solvers import _columns
 
+        if _columns.applies(problem):
+            return "columns"
         mixtures = all(isinstance(b, MixtureBlock) for b in problem.blocks())
         lp_objective = isinstance(problem.objective, LINEAR) and not problem.objective.transport
         return "cuts" if mixtures and lp_objective else None
@@ -233,6 +248,9 @@ def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -
     if problem.linear and cuts_solver(problem) == "cuts":  # column generation (DistP)
         ns, nx, ny = problem.shape
         return "exact" if ns * nx * ny < LINEAR_CUTS_FROM and exact_solver(problem, gap_tol) else "cuts"
+    if problem.linear and cuts_solver(problem) == "columns":  # output columns (pure pair bounds)
+        ns, nx, ny = problem.shape
+        return "exact" if ns * nx * ny < COLUMNS_FROM and exact_solver(problem, gap_tol) else "cuts"
     if auto_cuts(problem):
         ns, nx, ny = problem.shape
         entries = problem.objective.epigraph == "entries"  # cuts: 89-371 s on 10x10, Clarabel 1-2 s
@@ -264,9 +282,9 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
         solver = cuts_solver(problem)
         if solver is None:
             raise ValueError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
-                             "reverse KL, chi2, Hellinger, Renyi, TV), Wasserstein ones, or linear "
-                             "ones between item laws only (DistP), and an objective other than the "
-                             "transport loss")
+                             "reverse KL, chi2, Hellinger, Renyi, TV), Wasserstein ones, linear "
+                             "ones between item laws only (DistP), or pure local / extended DP only "
+                             "under the expected loss, and an objective other than the transport loss")
         if method != "auto":
             return (solver,)
         own = first_order(problem)

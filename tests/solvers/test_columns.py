@@ -1,0 +1,124 @@
+"""Column generation over output columns (Dantzig–Wolfe) for pure pair bounds: local and
+extended DP, geo-indistinguishability. Checked against HiGHS on the whole LP, randomized
+response's closed form, and a brute-force closure."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from _problems import geo_problem, ldp_problem
+
+import diffpriv as dp
+from diffpriv.problems import random_problem
+from diffpriv.solvers import _columns
+from diffpriv.solvers._cut_lp import CutsSolveError
+from diffpriv.solvers._linear import tighten_eps
+from diffpriv.solvers._methods import COLUMNS_FROM, choose, cuts_solver, route
+from diffpriv.solvers._optimizer import Optimizer
+
+
+def _pairs_problem(seed: int) -> dp.Problem:
+    """A random problem (1–3 profiles, Y = X or a grid, Euclidean / Hamming / random loss) under
+    local DP on all pairs or extended DP, at a random budget."""
+    base = random_problem(seed, extra="none")
+    rng = np.random.default_rng(seed)
+    if seed % 2:
+        constraint = dp.LocalDP(float(rng.uniform(0.3, 2.5)))
+    else:
+        constraint = dp.ExtendedDP(float(rng.uniform(1.0, 6.0)))
+    return dataclasses.replace(base, items=(), constraints=(constraint,))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_columns_meet_the_lp_on_pure_pair_bounds(seed):
+    p = _pairs_problem(seed)
+    assert cuts_solver(p) == "columns"
+    ref = dp.solvers.lp(p).value
+    d = dp.design(p, method="cuts", gap_tol=1e-4)
+    assert (d.result.method, d.result.plan, d.result.status) == ("cuts", "cuts", "converged")
+    assert d.certificate.ok
+    assert d.result.lower_bound <= ref + 1e-9 * max(1.0, abs(ref))
+    assert d.certificate.loss <= ref + 2e-4 * max(ref, 1e-6)
+
+
+@pytest.mark.parametrize(("k", "eps"), [(3, 0.5), (6, 1.0), (12, 2.0)])
+def test_randomized_response_is_found_under_local_dp(k, eps):
+    """Under ε-LDP with the 0/1 loss and a uniform prior, k-ary randomized response is optimal:
+    loss ``(k − 1) / (e^ε + k − 1)`` (Kairouz et al.; the seeds' baseline)."""
+    d = dp.design(ldp_problem(k, eps), method="cuts", gap_tol=1e-6)
+    closed = (k - 1) / (np.exp(eps) + k - 1)
+    assert d.certificate.ok and d.result.status == "converged"
+    assert d.result.lower_bound <= closed * (1 + 1e-9)
+    assert d.certificate.loss == pytest.approx(closed, rel=1e-6)
+
+
+def test_geo_indistinguishability_with_a_support_and_a_skewed_prior():
+    """4-neighbour pairs on a 6×6 grid in two halves compared within each half only (a chain
+    reaching a forbidden entry forbids the whole chain), outputs forbidden in one half."""
+    base = geo_problem(6, 0.7, prior_seed=3)
+    pairs = tuple((a, b) for a, b in dp.problems.pairs_within(base.inputs, 1.0) if (a < 18) == (b < 18))
+    support = np.ones(base.shape, bool)
+    support[0, :18, 30:] = False  # the lower half may not report the top row of cells
+    p = dataclasses.replace(base, support=support, constraints=(dp.ExtendedDP(0.7, pairs=pairs),))
+    run = _columns.ColumnsRun(Optimizer(method="cuts"), p, 0)
+    assert run.zero is not None and run.zero[:18, 30:].all() and not run.zero[18:].any()
+    ref = dp.solvers.lp(p).value
+    d = dp.design(p, method="cuts", gap_tol=1e-5)
+    assert d.result.status == "converged" and d.certificate.ok
+    assert np.all(d.table[0, :18, 30:] == 0)
+    assert d.result.lower_bound <= ref + 1e-12 and d.certificate.loss <= ref * (1 + 1e-5)
+
+
+def test_every_round_bounds_the_optimum_and_the_master_only_falls():
+    p = geo_problem(7, 0.4)
+    ref = dp.solvers.lp(p).value
+    run = _columns.ColumnsRun(Optimizer(method="cuts", gap_tol=1e-6), p, 0)
+    values, bounds = [], []
+    for _ in range(40):
+        chunk = run.chunk()
+        values.append(run.value)
+        bounds.append(run.bound)
+        if chunk.status is not None:
+            break
+    assert chunk.status == "converged"
+    assert max(bounds) <= ref + 1e-12 and bounds[0] < ref * 0.95  # the first rounds bound loosely
+    assert np.all(np.diff(values) <= 1e-12) and values[-1] == pytest.approx(ref, rel=1e-6)
+
+
+def test_a_raised_ray_is_the_least_that_meets_the_tightened_bounds():
+    """Against the fixed point of Bellman–Ford sweeps ``a[j] ← max(a[j], a[i] e^{−ε'})``."""
+    p = geo_problem(5, 0.6)
+    run = _columns.ColumnsRun(Optimizer(method="cuts"), p, 0)
+    i, j, eps = _columns._edges(p, tight=True)
+    assert np.allclose(eps, tighten_eps(np.full(eps.shape, 0.6)))
+    a = np.random.default_rng(0).random(25) ** 8
+    raised = run._raised(a)
+    brute = a.copy()
+    for _ in range(100):
+        np.maximum.at(brute, j, brute[i] * np.exp(-eps))
+    assert np.allclose(raised, brute, rtol=1e-13, atol=0)
+    assert np.all(raised[i] <= np.exp(eps) * raised[j] * (1 + 1e-15)) and np.all(raised >= a - 1e-300)
+
+
+def test_auto_runs_columns_from_the_threshold_and_falls_back():
+    small, big = geo_problem(8), geo_problem(10)
+    assert 64 * 64 < COLUMNS_FROM <= 100 * 100
+    assert choose(small, "auto") == "exact" and route(big, "auto") == ("columns", "pdhg")
+    assert route(small, "cuts") == ("columns",)
+    result = dp.optimize(big)
+    assert (result.method, result.status) == ("cuts", "converged")
+    # not a pure pair bound: δ > 0, the worst-case loss
+    approx = dataclasses.replace(small, constraints=(dp.LocalDP(1.0, 0.01),))
+    assert cuts_solver(approx) is None and cuts_solver(dataclasses.replace(small, objective="worst")) is None
+
+
+def test_no_output_every_row_allows_leaves_it_to_the_next_solver():
+    base = geo_problem(3, 0.5)
+    pairs = ((0, 1), (1, 2))  # the other cells are compared with nothing
+    support = np.ones(base.shape, bool)
+    support[0, 8, :8] = False  # the last cell may report only itself, no other cell may
+    support[0, :8, 8] = False
+    p = dataclasses.replace(base, support=support, constraints=(dp.ExtendedDP(0.5, pairs=pairs),))
+    with pytest.raises(CutsSolveError, match="no output is allowed for every row"):
+        dp.optimize(p, method="cuts")
+    assert dp.optimize(p).status == "converged"  # "auto": HiGHS at this size
