@@ -14,7 +14,7 @@ stalled, is faster from 16×16 and finishes 24×24 and 32×32 grids Clarabel doe
 there. On linear constraints between item laws only (DistP, profile edges) it runs column
 generation (``"cuts"`` with no cuts to make) from :data:`LINEAR_CUTS_FROM` table entries (after
 presolve), and where every constraint is a pure pair bound (local / extended DP) under the
-expected loss, column generation over output columns (:mod:`._columns`) from
+expected or worst-case loss, column generation over output columns (:mod:`._columns`) from
 :data:`COLUMNS_FROM`. Elsewhere
 it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
 problem, Clarabel through cvxpy for Wasserstein constraints) where the size model predicts it is
@@ -123,6 +123,10 @@ on 4-neighbour grids 6×6 / 8×8 / 10×10 / 12×12 took 0.20 / 0.33 / 0.69 / 1.1
 0.08 / 0.51 / 2.7 / 11.5 s; k-ary randomized response (ε-LDP) with k = 20 / 64 took 0.016 /
 0.27 s against 0.027 / 1.2 s. In a fresh process each (``benchmarks/scaling.py``, with
 certification, ``gap_tol = 10⁻²``) 8×8 took 0.89 s against HiGHS's 0.51 s."""
+COLUMNS_TO = 6_000_000
+"""… and up to this many (about 49×49): geo-indistinguishability on a 48×48 grid took 273 s at
+``gap_tol = 10⁻²`` (4 rounds of about 70 s: 2,304 pricing LPs and a master of 2,304 rows over
+dense rays), and a round grows about as ``n⁵`` on ``n × n`` grids. Beyond, PDHG runs."""
 DUAL_GAP_TOL = 1e-2
 """From this ``gap_tol`` up, ``"auto"`` runs the smoothed dual before ``"cuts"`` where both apply
 and Clarabel does not run (:func:`route`), with ``"cuts"`` taking over when the dual does not
@@ -133,9 +137,10 @@ Hellinger, Rényi 2; ``benchmarks/divergence_optimality.py --grid 32 --gap-tol 1
 DUAL_FROM = 300_000
 """… and from this many table entries (about 24×24): measured there and at 32×32 (where the dual
 took 2–35 s and ``"cuts"`` 3.5–589 s), not between 12×12 and 24×24, which keep ``"cuts"``."""
-TRIES = frozenset({"dual"})
+TRIES = frozenset({"dual", "columns"})
 """Solvers that, under ``"auto"``, hand over to the next of the route when they stop without
-converging (the smoothed dual stalls at its temperature floor on tight ``gap_tol``)."""
+converging (the smoothed dual stalls at its temperature floor on tight ``gap_tol``; column
+generation over output columns after :data:`._columns.AUTO_ROUNDS` rounds)."""
 
 
 def _kinds(problem) -> tuple[tuple[str, float], ...]:
@@ -250,7 +255,11 @@ def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -
         return "exact" if ns * nx * ny < LINEAR_CUTS_FROM and exact_solver(problem, gap_tol) else "cuts"
     if problem.linear and cuts_solver(problem) == "columns":  # output columns (pure pair bounds)
         ns, nx, ny = problem.shape
-        return "exact" if ns * nx * ny < COLUMNS_FROM and exact_solver(problem, gap_tol) else "cuts"
+        if ns * nx * ny < COLUMNS_FROM and exact_solver(problem, gap_tol):
+            return "exact"
+        if ns * nx * ny <= COLUMNS_TO:
+            return "cuts"
+        return "exact" if exact_solver(problem, gap_tol) else "pdhg"
     if auto_cuts(problem):
         ns, nx, ny = problem.shape
         entries = problem.objective.epigraph == "entries"  # cuts: 89-371 s on 10x10, Clarabel 1-2 s
@@ -284,7 +293,8 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
             raise ValueError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
                              "reverse KL, chi2, Hellinger, Renyi, TV), Wasserstein ones, linear "
                              "ones between item laws only (DistP), or pure local / extended DP only "
-                             "under the expected loss, and an objective other than the transport loss")
+                             "under the expected or worst-case loss, and an objective other than "
+                             "the transport loss")
         if method != "auto":
             return (solver,)
         own = first_order(problem)
@@ -293,7 +303,7 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
         return (first_order(problem, chosen),)
     if method != "auto":
         return (chosen,)
-    rest = ("cuts",) if chosen == "exact" and auto_cuts(problem) else ()
+    rest = (cuts_solver(problem),) if chosen == "exact" and auto_cuts(problem) else ()
     return (chosen, *rest, first_order(problem))
 
 

@@ -13,14 +13,14 @@ from diffpriv.problems import random_problem
 from diffpriv.solvers import _columns
 from diffpriv.solvers._cut_lp import CutsSolveError
 from diffpriv.solvers._linear import tighten_eps
-from diffpriv.solvers._methods import COLUMNS_FROM, choose, cuts_solver, route
+from diffpriv.solvers._methods import COLUMNS_FROM, COLUMNS_TO, choose, cuts_solver, route
 from diffpriv.solvers._optimizer import Optimizer
 
 
 def _pairs_problem(seed: int) -> dp.Problem:
     """A random problem (1–3 profiles, Y = X or a grid, Euclidean / Hamming / random loss) under
-    local DP on all pairs or extended DP, at a random budget."""
-    base = random_problem(seed, extra="none")
+    local DP on all pairs or extended DP, at a random budget; every third the worst-case loss."""
+    base = random_problem(seed, extra="none", objective="worst" if seed % 3 == 2 else "expected")
     rng = np.random.default_rng(seed)
     if seed % 2:
         constraint = dp.LocalDP(float(rng.uniform(0.3, 2.5)))
@@ -29,7 +29,7 @@ def _pairs_problem(seed: int) -> dp.Problem:
     return dataclasses.replace(base, items=(), constraints=(constraint,))
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", range(12))
 def test_columns_meet_the_lp_on_pure_pair_bounds(seed):
     p = _pairs_problem(seed)
     assert cuts_solver(p) == "columns"
@@ -41,11 +41,14 @@ def test_columns_meet_the_lp_on_pure_pair_bounds(seed):
     assert d.certificate.loss <= ref + 2e-4 * max(ref, 1e-6)
 
 
-@pytest.mark.parametrize(("k", "eps"), [(3, 0.5), (6, 1.0), (12, 2.0)])
-def test_randomized_response_is_found_under_local_dp(k, eps):
+@pytest.mark.parametrize(("k", "eps", "objective"),
+                         [(3, 0.5, "expected"), (6, 1.0, "worst"), (12, 2.0, "expected"), (12, 2.0, "worst")])
+def test_randomized_response_is_found_under_local_dp(k, eps, objective):
     """Under ε-LDP with the 0/1 loss and a uniform prior, k-ary randomized response is optimal:
-    loss ``(k − 1) / (e^ε + k − 1)`` (Kairouz et al.; the seeds' baseline)."""
-    d = dp.design(ldp_problem(k, eps), method="cuts", gap_tol=1e-6)
+    loss ``(k − 1) / (e^ε + k − 1)`` (Kairouz et al.; the seeds' baseline), in every row, so also
+    its worst-case loss."""
+    p = dataclasses.replace(ldp_problem(k, eps), objective=objective)
+    d = dp.design(p, method="cuts", gap_tol=1e-6)
     closed = (k - 1) / (np.exp(eps) + k - 1)
     assert d.certificate.ok and d.result.status == "converged"
     assert d.result.lower_bound <= closed * (1 + 1e-9)
@@ -104,12 +107,16 @@ def test_auto_runs_columns_from_the_threshold_and_falls_back():
     small, big = geo_problem(8), geo_problem(10)
     assert 64 * 64 < COLUMNS_FROM <= 100 * 100
     assert choose(small, "auto") == "exact" and route(big, "auto") == ("columns", "pdhg")
-    assert route(small, "cuts") == ("columns",)
+    assert route(small, "cuts") == ("columns",) and route(small, "auto") == ("exact", "columns", "pdhg")
+    huge = dp.Problem(dp.Domain(tuple(map(str, range(2500)))), dp.Domain(tuple(map(str, range(2500)))),
+                      1 - np.eye(2500), np.full(2500, 1 / 2500), constraints=(dp.LocalDP(1.0),))
+    assert 2500**2 > COLUMNS_TO and choose(huge, "auto") == "pdhg" and choose(huge, "cuts") == "cuts"
     result = dp.optimize(big)
     assert (result.method, result.status) == ("cuts", "converged")
-    # not a pure pair bound: δ > 0, the worst-case loss
+    # not a pure pair bound (δ > 0), or the largest entry
     approx = dataclasses.replace(small, constraints=(dp.LocalDP(1.0, 0.01),))
-    assert cuts_solver(approx) is None and cuts_solver(dataclasses.replace(small, objective="worst")) is None
+    assert cuts_solver(approx) is None and cuts_solver(dataclasses.replace(small, objective="entry")) is None
+    assert cuts_solver(dataclasses.replace(small, objective="worst")) == "columns"
 
 
 def test_no_output_every_row_allows_leaves_it_to_the_next_solver():
@@ -122,3 +129,19 @@ def test_no_output_every_row_allows_leaves_it_to_the_next_solver():
     with pytest.raises(CutsSolveError, match="no output is allowed for every row"):
         dp.optimize(p, method="cuts")
     assert dp.optimize(p).status == "converged"  # "auto": HiGHS at this size
+
+
+def test_under_auto_a_run_that_does_not_converge_in_its_rounds_hands_over(monkeypatch):
+    """A prior far from uniform (Dirichlet(0.1)) makes the master degenerate: under ``"auto"``
+    the run stops ``stalled`` after ``AUTO_ROUNDS`` and the route's next solver takes over."""
+    from diffpriv.solvers._methods import TRIES
+
+    base = geo_problem(6, 0.5)
+    prior = np.random.default_rng(0).dirichlet(np.full(36, 0.1)).reshape(base.prior.shape)
+    p = dataclasses.replace(base, prior=prior)
+    monkeypatch.setattr(_columns, "AUTO_ROUNDS", 2)
+    run = _columns.ColumnsRun(Optimizer(method="auto", gap_tol=1e-4), p, 0)
+    assert run.chunk().status is None and run.chunk().status == "stalled"
+    assert "columns" in TRIES
+    explicit = _columns.ColumnsRun(Optimizer(method="cuts", gap_tol=1e-4), p, 0)
+    assert explicit.chunk().status is None and explicit.chunk().status is None
