@@ -105,7 +105,7 @@ def test_route_names_one_run_per_method_and_the_fallbacks_of_auto():
         cls = solver_class(name)
         assert callable(cls.chunk) and callable(cls.finish)
     linear = k_rr_problem(4, 1.0)
-    assert route(linear, "auto") == ("exact", "pdhg")
+    assert route(linear, "auto") == ("exact", "columns", "pdhg")  # pure LDP: column generation next
     assert route(linear, "pdhg") == ("pdhg",) and route(linear, "al") == ("linear al",)
     assert route(linear, "auto", warm=True) == ("pdhg",)
     kl = _kl(150)
