@@ -254,10 +254,12 @@ def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -
         ns, nx, ny = problem.shape
         return "exact" if ns * nx * ny < LINEAR_CUTS_FROM and exact_solver(problem, gap_tol) else "cuts"
     if problem.linear and cuts_solver(problem) == "columns":  # output columns (pure pair bounds)
+        from diffpriv.solvers._columns import balanced
+
         ns, nx, ny = problem.shape
         if ns * nx * ny < COLUMNS_FROM and exact_solver(problem, gap_tol):
             return "exact"
-        if ns * nx * ny <= COLUMNS_TO:
+        if ns * nx * ny <= COLUMNS_TO and balanced(problem):
             return "cuts"
         return "exact" if exact_solver(problem, gap_tol) else "pdhg"
     if auto_cuts(problem):
@@ -298,6 +300,8 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
         if method != "auto":
             return (solver,)
         own = first_order(problem)
+        if solver == "columns":  # handed over after its rounds: HiGHS where it fits, then PDHG
+            return ("columns", *(("exact",) if exact_solver(problem, gap_tol) else ()), own)
         return ("dual", "cuts") if solver == "cuts" and _dual_first(problem, own, gap_tol) else (solver, own)
     if chosen in ("pdhg", "al"):
         return (first_order(problem, chosen),)
