@@ -148,3 +148,15 @@ def test_under_auto_a_run_that_does_not_converge_in_its_rounds_hands_over(monkey
     assert "columns" in TRIES
     explicit = _columns.ColumnsRun(Optimizer(method="cuts", gap_tol=1e-4), p, 0)
     assert explicit.chunk().status is None and explicit.chunk().status is None
+
+
+def test_under_auto_a_run_with_no_bound_above_the_trivial_one_hands_over_early(monkeypatch):
+    """A small budget (ε = 0.1 per cell side) makes wide columns and swinging multipliers: no
+    Lagrangian bound above the trivial one after ``BOUNDLESS_ROUNDS``, so ``"auto"`` moves on."""
+    p = geo_problem(8, 0.1)
+    monkeypatch.setattr(_columns, "BOUNDLESS_ROUNDS", 3)
+    run = _columns.ColumnsRun(Optimizer(method="auto", gap_tol=1e-2), p, 0)
+    statuses = [run.chunk().status for _ in range(3)]
+    assert statuses == [None, None, "stalled"] and run.bound == run.floor
+    explicit = _columns.ColumnsRun(Optimizer(method="cuts", gap_tol=1e-2), p, 0)
+    assert [explicit.chunk().status for _ in range(4)] == [None] * 4
