@@ -199,7 +199,7 @@ class ColumnsRun:
     def __init__(self, opt, problem: Problem, seed: int):
         import highspy
 
-        from diffpriv.solvers._linear import smallest_objective
+        from diffpriv.solvers._linear import smallest_objective, tighten_eps
 
         self.opt, self.problem = opt, problem
         ns, nx, ny = problem.shape
@@ -209,7 +209,7 @@ class ColumnsRun:
         self.weights = problem.prior.reshape(-1).astype(np.float64)  # the rows' weights in the cost
         self.rated = np.flatnonzero(self.weights > 0)  # the worst case's rows
         i, j, eps = _edges(problem, tight=False)
-        _, _, tight = _edges(problem, tight=True)
+        tight = tighten_eps(eps)
         k = np.arange(i.size)
         self.true_op = scipy.sparse.csr_array(  # Mᵀλ at the real budgets: rows × bounds
             (np.r_[np.ones(i.size), -np.exp(eps)], (np.r_[i, j], np.r_[k, k])), shape=(self.n_rows, i.size))
