@@ -50,6 +50,7 @@ the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``bench
 from __future__ import annotations
 
 import importlib.util
+import math
 
 __all__ = ["METHODS", "SOLVERS", "TRIES", "auto_cuts", "choose", "cuts_apply", "cuts_solver", "exact_solver",
            "first_order", "route", "solver_class"]
@@ -248,18 +249,18 @@ def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -
         return method
     if warm:
         return "pdhg"
-    if cuts_solver(problem) == "transport cuts":  # 6x6 WDP grid: 1.9 s, Clarabel 26 s, PDHG 138+ s
+    solver = cuts_solver(problem)
+    size = math.prod(problem.shape)
+    if solver == "transport cuts":  # 6x6 WDP grid: 1.9 s, Clarabel 26 s, PDHG 138+ s
         return "cuts"
-    if problem.linear and cuts_solver(problem) == "cuts":  # column generation (DistP)
-        ns, nx, ny = problem.shape
-        return "exact" if ns * nx * ny < LINEAR_CUTS_FROM and exact_solver(problem, gap_tol) else "cuts"
-    if problem.linear and cuts_solver(problem) == "columns":  # output columns (pure pair bounds)
+    if problem.linear and solver == "cuts":  # column generation (DistP)
+        return "exact" if size < LINEAR_CUTS_FROM and exact_solver(problem, gap_tol) else "cuts"
+    if solver == "columns":  # output columns (pure pair bounds)
         from diffpriv.solvers._columns import balanced
 
-        ns, nx, ny = problem.shape
-        if ns * nx * ny < COLUMNS_FROM and exact_solver(problem, gap_tol):
+        if size < COLUMNS_FROM and exact_solver(problem, gap_tol):
             return "exact"
-        if ns * nx * ny <= COLUMNS_TO and balanced(problem):
+        if size <= COLUMNS_TO and balanced(problem):
             return "cuts"
         return "exact" if exact_solver(problem, gap_tol) else "pdhg"
     if auto_cuts(problem):
