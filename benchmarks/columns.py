@@ -9,7 +9,7 @@ Four measurements, each printed as a table and written to ``--out``:
 * ``budgets``: rounds to ``gap_tol = 10⁻²`` on a uniform 12×12 grid as ε per cell side falls
   (at most 40 rounds): ``_columns.BOUNDLESS_ROUNDS``;
 * ``priors``: the same on 10×10 with Dirichlet(α) priors (at most 60 rounds; the prior's
-  perplexity over the rows beside): ``_columns.BALANCE``;
+  perplexity over the rows beside; ``"auto"`` runs column generation from 0.5): ``_columns.BALANCE``;
 * ``tight``: the benchmark grids of ``benchmarks/scaling.py`` at the default ``gap_tol = 10⁻⁴``.
 
     python benchmarks/columns.py                        # all four, about 5 minutes on 2 cores
@@ -33,10 +33,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "tests"))
 from _problems import geo_problem  # noqa: E402
 from scaling import grid_problem  # noqa: E402
 
-from diffpriv.problems._known import k_rr_problem  # noqa: E402
-from diffpriv.solvers import _columns  # noqa: E402
-from diffpriv.solvers._optimizer import Optimizer  # noqa: E402
-
 
 def _best_of(f, k: int = 3):
     best, out = np.inf, None
@@ -51,7 +47,7 @@ def threshold() -> list[str]:
     rows = ["| problem | entries | HiGHS s | columns s | ratio | rounds | above HiGHS | bound ≤ HiGHS |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     cases = [(f"geo {n}×{n}", geo_problem(n, 0.5)) for n in (6, 8, 10, 12)]
-    cases += [(f"k-RR k = {k}", k_rr_problem(k, 1.0)) for k in (20, 64)]
+    cases += [(f"k-RR k = {k}", dp.problems.k_rr_problem(k, 1.0)) for k in (20, 64)]
     for name, p in cases:
         te, exact = _best_of(lambda p=p: dp.optimize(p, method="exact", gap_tol=1e-4))
         tc, cols = _best_of(lambda p=p: dp.optimize(p, method="cuts", gap_tol=1e-4))
@@ -62,18 +58,16 @@ def threshold() -> list[str]:
 
 
 def _rounds(p: dp.Problem, cap: int, gap_tol: float = 1e-2) -> tuple[str, int, float, float, float]:
-    """Column generation (``method="cuts"``: no handover) round by round: status, rounds, the
-    master's value, the bound, seconds."""
+    """Column generation (``method="cuts"``: no handover) for at most ``cap`` rounds: status,
+    rounds, the table's loss, the bound, seconds."""
     start = time.perf_counter()
-    run = _columns.ColumnsRun(Optimizer(method="cuts", gap_tol=gap_tol), p, 0)
-    status = None
-    while status is None and run.rounds < cap:
-        status = run.chunk().status
-    return str(status or f"not in {cap}"), run.rounds, run.value, run.bound, time.perf_counter() - start
+    r = dp.optimize(p, method="cuts", gap_tol=gap_tol, steps=cap)
+    status = f"not in {cap}" if r.status == "step limit" else r.status
+    return status, r.steps, r.objective, r.lower_bound, time.perf_counter() - start
 
 
 def budgets() -> list[str]:
-    rows = ["| ε per cell side | status | rounds | master | bound | s |",
+    rows = ["| ε per cell side | status | rounds | table's loss | bound | s |",
             "| ---: | --- | ---: | ---: | ---: | ---: |"]
     for eps in (2.0, 1.0, 0.5, 0.3, 0.2, 0.1):
         status, k, value, bound, secs = _rounds(geo_problem(12, eps), 40)
@@ -82,16 +76,16 @@ def budgets() -> list[str]:
 
 
 def priors() -> list[str]:
-    rows = ["| Dirichlet α | perplexity / rows | balanced | status | rounds | master | bound | s |",
-            "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+    rows = ["| Dirichlet α | perplexity / rows | status | rounds | table's loss | bound | s |",
+            "| ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
     base = geo_problem(10, 0.5)
     for alpha in (10.0, 1.0, 0.1):
         prior = np.random.default_rng(0).dirichlet(np.full(100, alpha))
         p = dataclasses.replace(base, prior=prior.reshape(base.prior.shape))
         status, k, value, bound, secs = _rounds(p, 60)
         perplexity = np.exp(-np.sum(prior * np.log(prior))) / prior.size
-        rows.append(f"| {alpha:g} | {perplexity:.2f} | {_columns.balanced(p)} | {status} | {k} | "
-                    f"{value:.4f} | {bound:.4f} | {secs:.1f} |")
+        rows.append(f"| {alpha:g} | {perplexity:.2f} | {status} | {k} | {value:.4f} | {bound:.4f} | "
+                    f"{secs:.1f} |")
     return rows
 
 

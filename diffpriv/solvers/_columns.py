@@ -55,9 +55,10 @@ LARGEST_RATIO = 1e6
 carry coefficients beyond its comfortable range)."""
 BALANCE = 0.5
 """``"auto"`` runs column generation on the expected loss only where the prior's perplexity is
-at least this share of the rows: 4-neighbour 10×10 grids with Dirichlet(α) priors converged in
-9 and 13 rounds for α = 10 and 1 (perplexity about 0.95 and 0.65 of the rows) and not in 60 for
-α = 0.1; the Sacramento sales' prior on 14×14 cells (75 of 196 cells hold a sale) not in 40."""
+at least this share of the rows (``benchmarks/columns.py --only priors``): 4-neighbour 10×10
+grids with Dirichlet(α) priors converged in 9 and 13 rounds for α = 10 and 1 (perplexity 0.96
+and 0.66 of the rows) and not in 60 for α = 0.1 (0.18); the Sacramento sales' prior on 14×14
+cells (75 of 196 cells hold a sale) not in 40."""
 AUTO_ROUNDS = 25
 """Under ``method = "auto"`` a run stops ``stalled`` after this many rounds without converging,
 and the next solver of the route takes over (HiGHS where it fits, else PDHG). With a uniform
@@ -71,7 +72,8 @@ best bound) made it worse. Small random problems converged after plateaus of up 
 (158 rounds in all)."""
 BOUNDLESS_ROUNDS = 10
 """… and after this many, where the Lagrangian bound has not yet risen above the trivial one
-(:func:`._linear.smallest_objective`). On uniform 4-neighbour 12×12 grids the run converged in
+(:func:`._linear.smallest_objective`). On uniform 4-neighbour 12×12 grids
+(``benchmarks/columns.py --only budgets``) the run converged in
 1–8 rounds for ε = 2, 1 and 0.5 per cell side, in 37 rounds for 0.3, and had no bound above 0
 after 40 rounds for 0.2 and 0.1 (nor on ``configs/geo-grid.toml`` cut to 16×16, ε = 0.2 per
 cell side, after 60): small budgets make wide columns and the same swinging multipliers as

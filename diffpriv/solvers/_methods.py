@@ -119,11 +119,12 @@ took 0.02 s / 0.17 s / 1.08 s, and on the Sacramento sales 0.19 / 0.24 / 0.61 s 
 COLUMNS_FROM = 10_000
 """``"auto"`` runs column generation over output columns (:mod:`._columns`) rather than HiGHS on
 the whole LP from this many table entries where every constraint is a pure pair bound. Side by
-side at ``gap_tol = 10⁻⁴`` (best of 3 in one process, the 2-core CPU): geo-indistinguishability
-on 4-neighbour grids 6×6 / 8×8 / 10×10 / 12×12 took 0.20 / 0.33 / 0.69 / 1.1 s against HiGHS's
-0.08 / 0.51 / 2.7 / 11.5 s; k-ary randomized response (ε-LDP) with k = 20 / 64 took 0.016 /
-0.27 s against 0.027 / 1.2 s. In a fresh process each (``benchmarks/scaling.py``, with
-certification, ``gap_tol = 10⁻²``) 8×8 took 0.89 s against HiGHS's 0.51 s."""
+side at ``gap_tol = 10⁻⁴`` (best of 3 in one process, the 2-core CPU, ``benchmarks/columns.py``):
+geo-indistinguishability on 4-neighbour grids 6×6 / 8×8 / 10×10 / 12×12 took 0.21 / 0.35 / 0.78 /
+1.26 s against HiGHS's 0.08 / 0.48 / 2.6 / 11.1 s; k-ary randomized response (ε-LDP) with
+k = 20 / 64 took 0.021 / 0.29 s against 0.026 / 1.2 s. In a fresh process each
+(``benchmarks/scaling.py``, with certification, ``gap_tol = 10⁻²``) 8×8 took 0.89 s against
+HiGHS's 0.51 s."""
 COLUMNS_TO = 6_000_000
 """… and up to this many (about 49×49): geo-indistinguishability on a 48×48 grid took 273 s at
 ``gap_tol = 10⁻²`` (4 rounds of about 70 s: 2,304 pricing LPs and a master of 2,304 rows over
