@@ -358,8 +358,9 @@ class ColumnsRun:
         gap = relative_gap(self.best[0] if self.best is not None else value, self.bound)
         if self.best is not None and gap <= self.opt.gap_tol:
             return Chunk(self.rounds, gap, Status.CONVERGED)
-        hopeless = self.budget < self.total and self.rounds >= BOUNDLESS_ROUNDS and self.bound <= self.floor
-        stalled = not added or self.rounds >= self.budget or hopeless
+        boundless = self.rounds >= BOUNDLESS_ROUNDS and self.bound <= self.floor
+        handover = self.budget < self.total and (self.rounds >= self.budget or boundless)  # "auto" only
+        stalled = not added or handover
         return Chunk(self.rounds, gap, Status.STALLED if stalled else None)
 
     def finish(self, status: Status) -> Outcome:

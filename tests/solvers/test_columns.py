@@ -160,3 +160,4 @@ def test_under_auto_a_run_with_no_bound_above_the_trivial_one_hands_over_early(m
     assert statuses == [None, None, "stalled"] and run.bound == run.floor
     explicit = _columns.ColumnsRun(Optimizer(method="cuts", gap_tol=1e-2), p, 0)
     assert [explicit.chunk().status for _ in range(4)] == [None] * 4
+    assert dp.optimize(p, method="cuts", gap_tol=1e-2, steps=3).status == "step limit"
