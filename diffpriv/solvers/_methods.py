@@ -120,9 +120,9 @@ COLUMNS_FROM = 10_000
 """``"auto"`` runs column generation over output columns (:mod:`._columns`) rather than HiGHS on
 the whole LP from this many table entries where every constraint is a pure pair bound. Side by
 side at ``gap_tol = 10⁻⁴`` (best of 3 in one process, the 2-core CPU, ``benchmarks/columns.py``):
-geo-indistinguishability on 4-neighbour grids 6×6 / 8×8 / 10×10 / 12×12 took 0.21 / 0.35 / 0.78 /
-1.26 s against HiGHS's 0.08 / 0.48 / 2.6 / 11.1 s; k-ary randomized response (ε-LDP) with
-k = 20 / 64 took 0.021 / 0.29 s against 0.026 / 1.2 s. In a fresh process each
+geo-indistinguishability on 4-neighbour grids 6×6 / 8×8 / 10×10 / 12×12 took 0.21 / 0.36 / 0.78 /
+1.26 s against HiGHS's 0.08 / 0.49 / 2.6 / 11.2 s; k-ary randomized response (ε-LDP) with
+k = 20 / 64 took 0.020 / 0.27 s against 0.025 / 1.1 s. In a fresh process each
 (``benchmarks/scaling.py``, with certification, ``gap_tol = 10⁻²``) 8×8 took 0.89 s against
 HiGHS's 0.51 s."""
 COLUMNS_TO = 6_000_000
