@@ -15,7 +15,8 @@ there. On linear constraints between item laws only (DistP, profile edges) it ru
 generation (``"cuts"`` with no cuts to make) from :data:`LINEAR_CUTS_FROM` table entries (after
 presolve), and where every constraint is a pure pair bound (local / extended DP) under the
 expected or worst-case loss, column generation over output columns (:mod:`._columns`) from
-:data:`COLUMNS_FROM`. Elsewhere
+:data:`COLUMNS_FROM`, and beside f-divergences from Clarabel's limit up to
+:data:`COLUMNS_BESIDE_TO`. Elsewhere
 it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
 problem, Clarabel through cvxpy for Wasserstein constraints) where the size model predicts it is
 faster than diffpriv's own and fits in memory, and diffpriv's own solver otherwise, so that the
@@ -41,9 +42,12 @@ the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``bench
   Clarabel still wins on 10×10 (0.3–2.2 s against 0.6–12.7 s). It runs up to
   :data:`CONVEX_VARIABLES` (about 17×17; :data:`CONVEX_VARIABLES_LOOSE`, about 12×12, when
   ``gap_tol ≥ 10⁻³``), or up to :data:`CONVEX_VARIABLES_AL` (about 20×20)
-  where diffpriv's solver would be the augmented Lagrangian (linear bounds between rows or δ > 0
-  beside divergences between rows, the largest-entry objective on item laws), which stalls 1–37 % above the
-  optimum, or :data:`CONVEX_VARIABLES_MIRROR` (about 8×8) where it would be mirror-prox. cvxpy is an optional
+  where diffpriv's solver would be the augmented Lagrangian (δ > 0 or linear bounds other than
+  pure pair bounds beside divergences between rows, the largest-entry objective on item laws),
+  which stalls 1–37 % above the optimum, or :data:`CONVEX_VARIABLES_MIRROR` (about 8×8) where it
+  would be mirror-prox or column generation beside pure pair bounds (Clarabel stops at
+  ``optimal_inaccurate`` on KL-DP with geo-indistinguishability on a 10×10 grid after 66 s).
+  cvxpy is an optional
   dependency: without it ``"auto"`` runs diffpriv's solver.
 """
 
@@ -57,7 +61,8 @@ __all__ = ["METHODS", "SOLVERS", "TRIES", "auto_cuts", "choose", "cuts_apply", "
 
 METHODS = {
     "auto": "'cuts' for f-divergence constraints (the smoothed dual first at gap_tol >= 1e-2), "
-            "for DistP from ~16x16 and for pure local / extended DP from ~10x10; "
+            "for DistP from ~16x16 and for pure local / extended DP from ~10x10 (beside "
+            "f-divergences from ~8x8); "
             "else the exact reference where it is predicted "
             "faster and fits in memory (HiGHS, or Clarabel for Wasserstein constraints when cvxpy "
             "is installed), else 'pdhg'",
@@ -67,7 +72,7 @@ METHODS = {
             "else the augmented Lagrangian",
     "cuts": "column-and-cut generation for f-divergence constraints (KL, chi2, Hellinger, Renyi, TV) "
             "and Wasserstein ones (column generation alone for linear ones between item laws, DistP, "
-            "and over whole output columns for pure local / extended DP): "
+            "and over whole output columns for pure local / extended DP, also beside f-divergences): "
             "linear programs on a working support with tangent cuts of each "
             "divergence (Kantorovich potentials for Wasserstein budgets), solved by HiGHS, and a "
             "bound on the whole problem from their multipliers",
@@ -129,6 +134,12 @@ COLUMNS_TO = 6_000_000
 """… and up to this many (about 49×49): geo-indistinguishability on a 48×48 grid took 273 s at
 ``gap_tol = 10⁻²`` (4 rounds of about 70 s: 2,304 pricing LPs and a master of 2,304 rows over
 dense rays), and a round grows about as ``n⁵`` on ``n × n`` grids. Beyond, PDHG runs."""
+COLUMNS_BESIDE_TO = 10_000
+"""``"auto"`` runs mirror-prox and then, where it stops short, column generation over output
+columns started from its table (:mod:`._columns`) on pure pair bounds beside f-divergences above
+Clarabel's limit (:data:`CONVEX_VARIABLES_MIRROR`, about 8×8) up to this many table entries (10×10,
+the largest size measured: ``benchmarks/divergence_optimality.py --grid 10 --beside geo``);
+beyond, the augmented Lagrangian."""
 DUAL_GAP_TOL = 1e-2
 """From this ``gap_tol`` up, ``"auto"`` runs the smoothed dual before ``"cuts"`` where both apply
 and Clarabel does not run (:func:`route`), with ``"cuts"`` taking over when the dual does not
@@ -139,10 +150,11 @@ Hellinger, Rényi 2; ``benchmarks/divergence_optimality.py --grid 32 --gap-tol 1
 DUAL_FROM = 300_000
 """… and from this many table entries (about 24×24): measured there and at 32×32 (where the dual
 took 2–35 s and ``"cuts"`` 3.5–589 s), not between 12×12 and 24×24, which keep ``"cuts"``."""
-TRIES = frozenset({"dual", "columns"})
+TRIES = frozenset({"dual", "columns", "mirror"})
 """Solvers that, under ``"auto"``, hand over to the next of the route when they stop without
 converging (the smoothed dual stalls at its temperature floor on tight ``gap_tol``; column
-generation over output columns after :data:`._columns.AUTO_ROUNDS` rounds)."""
+generation over output columns after :data:`._columns.AUTO_ROUNDS` rounds; mirror-prox beside
+pure pair bounds, whose table column generation then starts from)."""
 
 
 def _kinds(problem) -> tuple[tuple[str, float], ...]:
@@ -188,9 +200,9 @@ def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
     ns, nx, _ = problem.shape
     couplings = sum(b.size for b in problem.blocks() if b.divergence == "wasserstein") * ny * ny
     own = first_order(problem)
-    if own == "al":
+    if own == "al" and cuts_solver(problem) != "columns":
         limit = CONVEX_VARIABLES_AL
-    elif own == "mirror":
+    elif own in ("mirror", "al"):  # divergence DP between rows; pair bounds beside f-divergences
         limit = CONVEX_VARIABLES_MIRROR
     else:
         limit = CONVEX_VARIABLES_LOOSE if gap_tol >= 1e-3 else CONVEX_VARIABLES
@@ -218,9 +230,11 @@ def cuts_solver(problem) -> str | None:
         mixtures = all(isinstance(b, MixtureBlock) for b in problem.blocks())
         lp_objective = isinstance(problem.objective, LINEAR) and not problem.objective.transport
         return "cuts" if mixtures and lp_objective else None
-    from diffpriv.solvers import _cuts, _transport_cuts
+    from diffpriv.solvers import _columns, _cuts, _transport_cuts
 
     kinds = _kinds(problem)
+    if _columns.applies(problem):  # pure pair bounds beside f-divergences
+        return "columns"
     if _cuts.applies(problem, kinds):
         return "cuts"
     return "transport cuts" if _transport_cuts.applies(problem, kinds) else None
@@ -256,6 +270,10 @@ def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -
         return "cuts"
     if problem.linear and solver == "cuts":  # column generation (DistP)
         return "exact" if size < LINEAR_CUTS_FROM and exact_solver(problem, gap_tol) else "cuts"
+    if solver == "columns" and not problem.linear:  # pair bounds beside f-divergences
+        if exact_solver(problem, gap_tol):
+            return "exact"
+        return "cuts" if size <= COLUMNS_BESIDE_TO else "pdhg"
     if solver == "columns":  # output columns (pure pair bounds)
         from diffpriv.solvers._columns import balanced
 
@@ -302,6 +320,8 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
         if method != "auto":
             return (solver,)
         own = first_order(problem)
+        if solver == "columns" and not problem.linear:  # mirror-prox's table is the first rays
+            return ("mirror", "columns")
         if solver == "columns":  # handed over after its rounds: HiGHS where it fits, then PDHG
             return ("columns", *(("exact",) if exact_solver(problem, gap_tol) else ()), own)
         return ("dual", "cuts") if solver == "cuts" and _dual_first(problem, own, gap_tol) else (solver, own)
@@ -309,6 +329,8 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
         return (first_order(problem, chosen),)
     if method != "auto":
         return (chosen,)
+    if chosen == "exact" and not problem.linear and cuts_solver(problem) == "columns":
+        return ("exact", "mirror", "columns")
     rest = (cuts_solver(problem),) if chosen == "exact" and auto_cuts(problem) else ()
     return (chosen, *rest, first_order(problem))
 

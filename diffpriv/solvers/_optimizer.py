@@ -105,6 +105,8 @@ class Optimizer(Options):
             self._check(name, problem, init)
             cls = solver_class(name)
             extra = {"init": init} if name == "pdhg" else {"basis": basis} if name == "exact" else {}
+            if name == "columns" and tried is not None:  # column generation starts from its table
+                extra = {"start": tried.table}
             last = i == len(names) - 1
             try:
                 make = functools.partial(cls, self, problem, seed, **extra)

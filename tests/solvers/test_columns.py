@@ -161,3 +161,108 @@ def test_under_auto_a_run_with_no_bound_above_the_trivial_one_hands_over_early(m
     explicit = _columns.ColumnsRun(Optimizer(method="cuts", gap_tol=1e-2), p, 0)
     assert [explicit.chunk().status for _ in range(4)] == [None] * 4
     assert dp.optimize(p, method="cuts", gap_tol=1e-2, steps=3).status == "step limit"
+
+
+# ---- f-divergence budgets beside the pair bounds ----------------------------------------------
+
+DIVERGENCES = [("kl", None, 0.3), ("reverse_kl", None, 0.3), ("chi2", None, 0.4), ("hellinger", None, 0.08),
+               ("renyi", 2.0, 0.3), ("renyi", 0.5, 0.1)]
+"""(Total variation between rows is linear: the LP takes it.)"""
+
+
+def _geo_beside(divergence: str, alpha, eps: float, *, n: int = 3, objective: str = "expected",
+                seed: int = 0) -> dp.Problem:
+    """Geo-indistinguishability (ε = 1 per cell) on an ``n × n`` grid with a Dirichlet(2) prior,
+    and divergence DP between the same 4-neighbour cells at ``eps``."""
+    base = geo_problem(n, 1.0)
+    prior = np.random.default_rng(seed).dirichlet(np.full(n * n, 2.0))
+    pairs = dp.problems.pairs_within(base.inputs, 1.0)
+    div = dp.DivergenceDP(divergence=divergence, alpha=alpha, epsilon=eps, pairs=pairs)
+    return dataclasses.replace(base, prior=prior, constraints=(*base.constraints, div), objective=objective)
+
+
+@pytest.mark.parametrize(("divergence", "alpha", "eps"), DIVERGENCES)
+def test_columns_meet_clarabel_beside_divergence_dp(divergence, alpha, eps):
+    """Every f-divergence the column generation takes, beside geo-indistinguishability, against
+    Clarabel on the whole convex program: the bound below its optimum, the certified table within
+    ``gap_tol`` of it."""
+    p = _geo_beside(divergence, alpha, eps)
+    assert cuts_solver(p) == "columns"
+    ref = dp.solvers.convex(p).value
+    d = dp.design(p, method="cuts", gap_tol=1e-3)
+    assert (d.result.method, d.result.status) == ("cuts", "converged")
+    assert d.certificate.ok
+    assert d.result.lower_bound <= ref + 1e-6 * max(1.0, abs(ref))
+    assert d.certificate.loss <= ref * (1 + 1.5e-3) + 1e-9
+
+
+@pytest.mark.parametrize("objective", ["worst", "expected"])
+def test_columns_beside_kl_under_local_dp_and_the_worst_case(objective):
+    """Local DP on all pairs beside KL-DP between 4-neighbours, on a 3×3 grid."""
+    base = _geo_beside("kl", None, 0.2, objective=objective, seed=1)
+    p = dataclasses.replace(base, constraints=(dp.LocalDP(1.5), base.constraints[1]))
+    ref = dp.solvers.convex(p).value
+    d = dp.design(p, method="cuts", gap_tol=1e-3)
+    assert d.result.status == "converged" and d.certificate.ok
+    assert d.result.lower_bound <= ref + 1e-6 * max(1.0, abs(ref))
+    assert d.certificate.loss <= ref * (1 + 1.5e-3) + 1e-9
+
+
+def test_the_divergence_bound_holds_at_any_multipliers():
+    """The bound ``Σ μ − Σ λ b + Σ_y v_y`` from the pricing LPs' multipliers stays below
+    Clarabel's optimum at random row and budget multipliers, not only the master's."""
+    p = _geo_beside("renyi", 2.0, 0.3, seed=2)
+    ref = dp.solvers.convex(p).value
+    run = _columns.ColumnsRun(Optimizer(method="cuts"), p, 0)
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        mu = rng.uniform(-0.05, 0.3, run.n_rows)
+        lam = rng.exponential(0.2, run.terms.size) * (rng.random(run.terms.size) < 0.7)
+        bound, _ = run._price_divergences(mu, run.weights, lam, 1.0)
+        assert bound <= ref + 1e-9
+
+
+def test_a_mix_of_rays_meets_the_budgets_the_master_does():
+    """φ is convex and homogeneous: the master's table meets its divergence budgets, so the table
+    of every round is certified without the repair mixing it."""
+    from diffpriv.certification._repair import repair
+
+    p = _geo_beside("kl", None, 0.25, n=4, seed=3)
+    run = _columns.ColumnsRun(Optimizer(method="cuts", gap_tol=1e-6), p, 0)
+    for _ in range(6):
+        run.chunk()
+        assert repair(p, run._table(run._weights_of_rays())).t == 0.0
+
+
+def test_divergences_alone_or_with_wasserstein_keep_the_other_solvers():
+    base = _geo_beside("kl", None, 0.3)
+    alone = dataclasses.replace(base, constraints=base.constraints[1:])
+    assert not _columns.applies(alone) and cuts_solver(alone) == "cuts"
+    assert _columns.applies(base) and route(base, "cuts") == ("columns",)
+
+
+def test_auto_routes_pair_bounds_beside_divergences():
+    """Clarabel up to its limit (about 8×8), then mirror-prox whose table column generation starts
+    from; the augmented Lagrangian beyond :data:`COLUMNS_BESIDE_TO`."""
+    from diffpriv.solvers._methods import COLUMNS_BESIDE_TO, CONVEX_VARIABLES_MIRROR
+
+    small = _geo_beside("kl", None, 0.3)
+    assert route(small, "auto") == ("exact", "mirror", "columns")
+    for n, expected in ((10, ("mirror", "columns")), (16, ("al",))):
+        p = _geo_beside("kl", None, 0.3, n=n)
+        size = n**4
+        assert size > CONVEX_VARIABLES_MIRROR
+        assert (size <= COLUMNS_BESIDE_TO) == (expected[-1] == "columns")
+        assert route(p, "auto") == expected
+
+
+def test_a_start_table_joins_the_first_rays():
+    """Clarabel's (repaired) table as ``start``: the first master is no worse than it, up to the
+    rays' raise to the tightened bounds."""
+    p = _geo_beside("kl", None, 0.25, n=4, seed=3)
+    ref = dp.design(p, method="exact")
+    plain = _columns.ColumnsRun(Optimizer(method="cuts"), p, 0)
+    seeded = _columns.ColumnsRun(Optimizer(method="cuts"), p, 0, start=ref.table)
+    assert len(seeded.rays) == len(plain.rays) + p.shape[2]
+    plain.chunk(), seeded.chunk()
+    assert seeded.value <= ref.certificate.loss * (1 + 1e-6) < plain.value
