@@ -200,10 +200,10 @@ def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
     ns, nx, _ = problem.shape
     couplings = sum(b.size for b in problem.blocks() if b.divergence == "wasserstein") * ny * ny
     own = first_order(problem)
-    if own == "al" and cuts_solver(problem) != "columns":
-        limit = CONVEX_VARIABLES_AL
-    elif own in ("mirror", "al"):  # divergence DP between rows; pair bounds beside f-divergences
+    if own == "mirror" or _pairs_beside(problem):  # divergence DP between rows; pair bounds beside
         limit = CONVEX_VARIABLES_MIRROR
+    elif own == "al":
+        limit = CONVEX_VARIABLES_AL
     else:
         limit = CONVEX_VARIABLES_LOOSE if gap_tol >= 1e-3 else CONVEX_VARIABLES
     return "clarabel" if ns * nx * ny + couplings <= limit else None
@@ -240,6 +240,12 @@ def cuts_solver(problem) -> str | None:
     return "transport cuts" if _transport_cuts.applies(problem, kinds) else None
 
 
+def _pairs_beside(problem) -> bool:
+    """Whether ``problem`` holds pure pair bounds beside f-divergences, which column generation
+    over output columns runs (:func:`._columns.applies`): ``"auto"`` routes them on their own."""
+    return not problem.linear and cuts_solver(problem) == "columns"
+
+
 def _row_pairs(problem) -> bool:
     """Whether a divergence bounds pairs of table rows (divergence DP, profile edges): there
     ``"auto"`` keeps the other solvers (:func:`._cuts.applies` says why)."""
@@ -270,7 +276,7 @@ def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -
         return "cuts"
     if problem.linear and solver == "cuts":  # column generation (DistP)
         return "exact" if size < LINEAR_CUTS_FROM and exact_solver(problem, gap_tol) else "cuts"
-    if solver == "columns" and not problem.linear:  # pair bounds beside f-divergences
+    if _pairs_beside(problem):  # pair bounds beside f-divergences
         if exact_solver(problem, gap_tol):
             return "exact"
         return "cuts" if size <= COLUMNS_BESIDE_TO else "pdhg"
@@ -320,7 +326,7 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
         if method != "auto":
             return (solver,)
         own = first_order(problem)
-        if solver == "columns" and not problem.linear:  # mirror-prox's table is the first rays
+        if _pairs_beside(problem):  # mirror-prox's table is the first rays
             return ("mirror", "columns")
         if solver == "columns":  # handed over after its rounds: HiGHS where it fits, then PDHG
             return ("columns", *(("exact",) if exact_solver(problem, gap_tol) else ()), own)
@@ -329,7 +335,7 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
         return (first_order(problem, chosen),)
     if method != "auto":
         return (chosen,)
-    if chosen == "exact" and not problem.linear and cuts_solver(problem) == "columns":
+    if chosen == "exact" and _pairs_beside(problem):
         return ("exact", "mirror", "columns")
     rest = (cuts_solver(problem),) if chosen == "exact" and auto_cuts(problem) else ()
     return (chosen, *rest, first_order(problem))
