@@ -14,7 +14,7 @@ master minimises ``t`` over rows ``Σ_j w_j r_j[r] L[x_r, y_j] ≤ t`` (rows of 
 their multipliers ``ρ`` (a distribution) weigh the rows' losses in place of the prior: the worst
 row loss is at least any ``ρ``-weighted mean, so the bound below holds with ``ρ`` for ``π``.
 
-**Pricing and the bound.** For each output, ``v_y(μ) = min {(C[:, y] − μ)·a : a ∈ K_y, 0 ≤ a ≤ 1}``
+**Pricing and the bound** (:mod:`._column_pricing`). For each output, ``v_y(μ) = min {(C[:, y] − μ)·a : a ∈ K_y, 0 ≤ a ≤ 1}``
 is a small LP (the rows, the pair bounds of one column) solved by HiGHS, each output warm-started
 from its own last basis; the vertices of ``K_y ∩ [0, 1]`` are the columns ``e^{−dist_ε(·, S)}`` of
 the sets ``S`` of rows at 1, so the new rays are such columns. Because every table entry is at most
@@ -61,6 +61,7 @@ import scipy.sparse
 import scipy.sparse.csgraph
 
 from diffpriv.problems._problem import Problem
+from diffpriv.solvers._column_pricing import TOLERANCE, DivergencePricing, DivergenceTerms, Pricing, pair_rows
 from diffpriv.solvers._cut_lp import CutsSolveError
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 
@@ -100,7 +101,6 @@ MASTER_SIMPLEX = 4
 SMALLEST = 1e-9
 """A ray's entries below this (of its largest, 1) are left out of the master's rows, as HiGHS
 drops such coefficients itself; the table keeps them and its rows are renormalised."""
-_TOLERANCE = 1e-9  # HiGHS's primal and dual feasibility tolerances
 DIVERGENCE_MARGIN = 1e-6
 """Divergence budgets are met with ``ε(1 − DIVERGENCE_MARGIN)`` in the master, room for the
 rows' renormalisation and the certifier's float64 safety margin."""
@@ -197,232 +197,6 @@ def _forced_zero(problem: Problem, i: np.ndarray, j: np.ndarray) -> np.ndarray |
     return zero
 
 
-def _pair_rows(n_rows: int, i, j, eps) -> scipy.sparse.csr_array:
-    """``M``: one row ``a[i] − e^{ε} a[j]`` per pair bound, over the flattened rows."""
-    m = i.size
-    k = np.arange(m)
-    rows = scipy.sparse.csr_array((np.r_[np.ones(m), -np.exp(eps)], (np.r_[k, k], np.r_[i, j])),
-                                  shape=(m, n_rows))
-    rows.sort_indices()
-    return rows
-
-
-class _Pricing:
-    """The pricing LP of one output column: ``min g·a`` over ``a[i] − e^{ε} a[j] ≤ 0`` (the real
-    bounds, so that its multipliers bound ``v_y`` closely), ``0 ≤ a ≤ upper``; one HiGHS model
-    for every output, each warm-started from its own last basis."""
-
-    def __init__(self, n_rows: int, i, j, eps):
-        import highspy
-
-        self.h = h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("primal_feasibility_tolerance", _TOLERANCE)
-        h.setOptionValue("dual_feasibility_tolerance", _TOLERANCE)
-        m = i.size
-        block = _pair_rows(n_rows, i, j, eps)
-        h.addVars(n_rows, np.zeros(n_rows), np.ones(n_rows))
-        h.addRows(m, np.full(m, -highspy.kHighsInf), np.zeros(m), block.nnz,
-                  block.indptr[:-1].astype(np.int32), block.indices.astype(np.int32), block.data)
-        self.n, self.index = n_rows, np.arange(n_rows, dtype=np.int32)
-        self.bases: dict[int, object] = {}
-        self.upper = np.ones(n_rows)
-
-    def solve(self, y: int, g: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The optimal ``a`` and the multipliers ``λ ≥ 0`` of the bounds for cost ``g``."""
-        import highspy
-
-        h = self.h
-        h.changeColsCost(self.n, self.index, g)
-        if not np.array_equal(upper, self.upper):
-            h.changeColsBounds(self.n, self.index, np.zeros(self.n), upper)
-            self.upper = upper
-        if y in self.bases:
-            h.setBasis(self.bases[y])
-        h.run()
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            raise CutsSolveError(f"optimizer: HiGHS found no optimum of a pricing LP "
-                                 f"({h.modelStatusToString(h.getModelStatus())})")
-        self.bases[y] = h.getBasis()
-        sol = h.getSolution()
-        return np.clip(np.asarray(sol.col_value), 0.0, upper), np.maximum(-np.asarray(sol.row_dual), 0.0)
-
-
-class _Terms:
-    """The f-divergence budgets, each a sum over outputs of ``φ(a) = Q f(P/Q)`` of the column's
-    laws ``P = wp·a``, ``Q = wq·a`` (:func:`._cuts._terms`, one per bounded direction): ``φ`` is
-    convex and positively homogeneous, so a table mixing rays meets ``Σ_j w_j φ(r_j) ≤ b``'s
-    budget whenever the master does."""
-
-    def __init__(self, problem: Problem):
-        from diffpriv.solvers._cuts import _terms
-
-        self.raw = raw = _terms(problem, DIVERGENCE_MARGIN)
-        self.wp, self.wq = scipy.sparse.csr_array(raw.wp), scipy.sparse.csr_array(raw.wq)
-        self.budget, self.true_budget, self.size = raw.budget, raw.true_budget, raw.wp.shape[0]
-
-    def values(self, rays: np.ndarray) -> np.ndarray:
-        """``[T, n]``: every term's ``φ`` at the columns ``rays`` ``[R, n]`` (``inf`` where ``P > 0 = Q``
-        for an unbounded f)."""
-        from diffpriv.solvers._cuts import _term_values
-
-        return _term_values(self.raw, self.wp @ rays, self.wq @ rays)
-
-    def tangents(self, term: np.ndarray, ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(a, c)``: the tangent planes ``a P + c Q ≤ φ`` of ``term`` at ``ratio`` (clipped where
-        the coefficients would exceed :data:`._cuts.LARGEST_COEFFICIENT`)."""
-        from diffpriv.solvers._cuts import _ratio_range, _tangent
-
-        a, c = np.zeros(term.size), np.zeros(term.size)
-        for i, fam in enumerate(self.raw.families):
-            on = self.raw.family[term] == i
-            a[on], c[on] = _tangent(fam, np.clip(ratio[on], *_ratio_range(fam)))
-        return a, c
-
-
-class _DivergencePricing:
-    """The pricing LPs of output columns under divergence budgets, one HiGHS model per output
-    (its tangents are its own): ``min g·a + Σ_t λ_t s_t`` over ``a`` (the column, ``0 ≤ a ≤ upper``)
-    and ``s`` (free), the pair bounds at the real budgets and the tangent rows
-    ``a_j P_t + c_j Q_t − s_t ≤ 0`` of every term, a few to start (:meth:`_start_ratios`),
-    more where the optimum's ratios fall between them. Its value is at most ``v_y``'s (each
-    tangent is below ``φ``), and so is the bound from its multipliers (:meth:`bound`)."""
-
-    def __init__(self, n_rows: int, i, j, eps, terms: _Terms):
-        self.pairs = _pair_rows(n_rows, i, j, eps)
-        self.terms, self.n, self.models = terms, n_rows, {}
-        self.edges, self.start = (i, j, eps), None
-
-    def _start_ratios(self, default: np.ndarray) -> np.ndarray:
-        """``[T, k]``: each term's first tangent ratios: where both laws are single rows joined by
-        chains of pair bounds, ``k`` ratios spread over the only ratios a column can have,
-        ``[e^{−d(x'→x)}, e^{d(x→x')}]`` (``d`` the least sum of budgets along a chain), else
-        ``default``."""
-        w = self.terms
-        k = default.size
-        out = np.tile(default, (w.size, 1))
-        single = (np.diff(w.wp.indptr) == 1) & (np.diff(w.wq.indptr) == 1)
-        if not single.any():
-            return out
-        i, j, eps = self.edges
-        graph = scipy.sparse.csr_array((np.maximum(eps, 1e-300), (i, j)), shape=(self.n, self.n))
-        x = w.wp.indices[w.wp.indptr[:-1][single]]
-        z = w.wq.indices[w.wq.indptr[:-1][single]]
-        rows = np.unique(np.r_[x, z])
-        dist = scipy.sparse.csgraph.dijkstra(graph, directed=True, indices=rows)
-        at = np.searchsorted(rows, np.r_[x, z])
-        hi, lo = dist[at[:x.size], z], -dist[at[x.size:], x]  # log P/Q ≤ d(x→z), ≥ −d(z→x)
-        ok = np.isfinite(hi) & np.isfinite(lo)
-        spread = np.exp(lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, k))
-        out[np.flatnonzero(single)[ok]] = spread[ok]
-        return out
-
-    def _model(self, y: int):
-        import highspy
-
-        if y in self.models:
-            return self.models[y]
-        from diffpriv.solvers._cuts import START_RATIOS
-
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("primal_feasibility_tolerance", _TOLERANCE)
-        h.setOptionValue("dual_feasibility_tolerance", _TOLERANCE)
-        n, t = self.n, self.terms.size
-        h.addVars(n, np.zeros(n), np.ones(n))
-        h.addVars(t, np.full(t, -highspy.kHighsInf), np.full(t, highspy.kHighsInf))
-        block = scipy.sparse.hstack([self.pairs, scipy.sparse.csr_array((self.pairs.shape[0], t))]).tocsr()
-        self._rows(h, block)
-        model = {"h": h, "term": np.zeros(0, np.int64), "a": np.zeros(0), "c": np.zeros(0), "logs": {},
-                 "upper": np.ones(n)}
-        self.models[y] = model
-        if self.start is None:
-            self.start = self._start_ratios(START_RATIOS)
-        self.add(y, np.repeat(np.arange(t), self.start.shape[1]), self.start.reshape(-1))
-        return model
-
-    @staticmethod
-    def _rows(h, block) -> None:
-        import highspy
-
-        block = scipy.sparse.csr_array(block)
-        block.sort_indices()
-        k = block.shape[0]
-        h.addRows(k, np.full(k, -highspy.kHighsInf), np.zeros(k), block.nnz,
-                  block.indptr[:-1].astype(np.int32), block.indices.astype(np.int32), block.data)
-
-    def add(self, y: int, term: np.ndarray, ratio: np.ndarray) -> int:
-        """Adds the tangents of ``term`` at ``ratio`` to output ``y``'s model (those not there
-        yet, to 10⁻⁴ in log ratio); returns how many."""
-        model = self._model(y)
-        logs = np.log(np.maximum(ratio, 1e-300))
-        fresh = ~_near(term, logs, model["logs"])
-        if not fresh.any():
-            return 0
-        term, logs = term[fresh], logs[fresh]
-        a, c = self.terms.tangents(term, ratio[fresh])
-        for k, r in zip(term.tolist(), logs.tolist(), strict=True):
-            model["logs"].setdefault(k, []).append(r)
-        w = self.terms
-        rows = (scipy.sparse.diags_array(a) @ w.wp[term] + scipy.sparse.diags_array(c) @ w.wq[term])
-        s = scipy.sparse.csr_array((-np.ones(term.size), (np.arange(term.size), term)),
-                                   shape=(term.size, w.size))
-        self._rows(model["h"], scipy.sparse.hstack([rows, s]))
-        model["term"] = np.r_[model["term"], term]
-        model["a"], model["c"] = np.r_[model["a"], a], np.r_[model["c"], c]
-        return int(term.size)
-
-    def solve(self, y: int, g: np.ndarray, lam: np.ndarray, upper: np.ndarray):
-        """The optimal column ``a``, the LP's estimate ``s`` of each ``φ_t(a)``, and the bound on
-        ``v_y`` from the LP's multipliers (:meth:`bound`)."""
-        import highspy
-
-        model = self._model(y)
-        h, n, t = model["h"], self.n, self.terms.size
-        h.changeColsCost(n + t, np.arange(n + t, dtype=np.int32), np.r_[g, lam])
-        if not np.array_equal(upper, model["upper"]):
-            h.changeColsBounds(n, np.arange(n, dtype=np.int32), np.zeros(n), upper)
-            model["upper"] = upper
-        h.run()
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            raise CutsSolveError(f"optimizer: HiGHS found no optimum of a pricing LP "
-                                 f"({h.modelStatusToString(h.getModelStatus())})")
-        sol = h.getSolution()
-        x, duals = np.asarray(sol.col_value), np.maximum(-np.asarray(sol.row_dual), 0.0)
-        m = self.pairs.shape[0]
-        return np.clip(x[:n], 0.0, upper), x[n:], self.bound(model, g, lam, upper, duals[:m], duals[m:])
-
-    def bound(self, model, g, lam, upper, nu, rho) -> float:
-        """``v_y ≥ Σ_r min(0, h_r)·upper_r``, ``h = g + Mᵀν + Σ_t (α_t wp_t + γ_t wq_t)``, where
-        each term's tangent multipliers ``ρ ≥ 0`` are rescaled to sum to ``λ_t`` (``λ_t φ_t ≥ Σ_j
-        ρ_j (a_j P + c_j Q)`` then holds for every column), ``α, γ`` their weighted
-        coefficients: valid for any ``ν, ρ ≥ 0``, so it does not rest on HiGHS's tolerances."""
-        term = model["term"]
-        t = self.terms.size
-        total = np.bincount(term, weights=rho, minlength=t)
-        first = np.full(t, -1)
-        first[term[::-1]] = np.arange(term.size)[::-1]  # the first tangent of each term
-        idle = (total <= 0) & (lam > 0)
-        rho = rho.copy()
-        rho[first[idle]] = 1.0
-        total = np.where(idle, 1.0, total)
-        rho *= (lam / np.where(total > 0, total, 1.0))[term]
-        alpha = np.bincount(term, weights=rho * model["a"], minlength=t)
-        gamma = np.bincount(term, weights=rho * model["c"], minlength=t)
-        w = self.terms
-        h = g + self.pairs.T @ nu + w.wp.T @ alpha + w.wq.T @ gamma
-        return float(np.sum(np.minimum(0.0, h) * upper))
-
-
-def _near(term: np.ndarray, log_ratio: np.ndarray, logs: dict) -> np.ndarray:
-    """Which tangents lie within 10⁻⁴ in log ratio of one of the same term already there."""
-    out = np.zeros(term.size, bool)
-    for k, (t, r) in enumerate(zip(term, log_ratio, strict=True)):
-        old = logs.get(int(t))
-        out[k] = old is not None and min(abs(r - v) for v in old) < 1e-4
-    return out
-
-
 class ColumnsRun:
     """Column generation over output columns on ``problem`` (:func:`applies`) under ``opt``'s
     ``gap_tol`` and ``steps`` (the most rounds: ``min(steps, 500)``; under ``"auto"``
@@ -445,16 +219,16 @@ class ColumnsRun:
         self.rated = np.flatnonzero(self.weights > 0)  # the worst case's rows
         i, j, eps = _edges(problem, tight=False)
         tight = tighten_eps(eps)
-        self.true_op = _pair_rows(self.n_rows, i, j, eps).T.tocsr()  # Mᵀλ at the real budgets
+        self.true_op = pair_rows(self.n_rows, i, j, eps).T.tocsr()  # Mᵀλ at the real budgets
         self.zero = _forced_zero(problem, i, j)
         self.raise_edges = (i, j, np.maximum(tight, 1e-300))
-        self.terms = None if problem.linear else _Terms(problem)
-        self.pricing = (_Pricing(self.n_rows, i, j, eps) if self.terms is None
-                        else _DivergencePricing(self.n_rows, i, j, eps, self.terms))
+        self.terms = None if problem.linear else DivergenceTerms(problem, DIVERGENCE_MARGIN)
+        self.pricing = (Pricing(self.n_rows, i, j, eps) if self.terms is None
+                        else DivergencePricing(self.n_rows, i, j, eps, self.terms))
         self.master = h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        h.setOptionValue("primal_feasibility_tolerance", _TOLERANCE)
-        h.setOptionValue("dual_feasibility_tolerance", _TOLERANCE)
+        h.setOptionValue("primal_feasibility_tolerance", TOLERANCE)
+        h.setOptionValue("dual_feasibility_tolerance", TOLERANCE)
         h.setOptionValue("presolve", "off")
         h.setOptionValue("simplex_strategy", MASTER_SIMPLEX)
         ones = np.ones(self.n_rows)
@@ -612,7 +386,7 @@ class ColumnsRun:
     def _price_divergences(self, mu: np.ndarray, weights: np.ndarray, lam: np.ndarray,
                            scale: float) -> tuple[float, int]:
         """:meth:`_price` with the divergence budgets' multipliers ``lam``: each output's reduced
-        cost is ``(C − μ)·a + Σ_t λ_t φ_t(a)``, its pricing LP (:class:`_DivergencePricing`)
+        cost is ``(C − μ)·a + Σ_t λ_t φ_t(a)``, its pricing LP (:class:`DivergencePricing`)
         solved again with tangents at its optimum's ratios while it underestimates that by more
         than a hair; the bound is ``Σ μ − Σ_t λ_t b_t + Σ_y v_y`` at the real budgets ``b``."""
         terms, pricing = self.terms, self.pricing

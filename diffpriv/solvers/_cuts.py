@@ -179,6 +179,17 @@ def _conjugate_q(fam, p, lam):
     return np.where(pos, p, 0.0), np.where(pos, q, 0.0)
 
 
+def tangents(terms: Terms, term: np.ndarray, ratio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(a, c)``: the tangent planes ``a P + c Q`` of each ``term``'s ``Q f(P/Q)`` at ``ratio``
+    (clipped to :func:`_ratio_range`, where the coefficients stay within
+    :data:`LARGEST_COEFFICIENT`)."""
+    a, c = np.zeros(term.size), np.zeros(term.size)
+    for i, fam in enumerate(terms.families):
+        on = terms.family[term] == i
+        a[on], c[on] = _tangent(fam, np.clip(ratio[on], *_ratio_range(fam)))
+    return a, c
+
+
 class _Cuts:
     """The tangent rows, as arrays: term, output, ``a``, ``c``."""
 
@@ -189,10 +200,7 @@ class _Cuts:
         self.c = np.zeros(0)
 
     def add(self, terms: Terms, term, out, ratio) -> int:
-        a, c = np.zeros(term.size), np.zeros(term.size)
-        for i, fam in enumerate(terms.families):
-            on = terms.family[term] == i
-            a[on], c[on] = _tangent(fam, np.clip(ratio[on], *_ratio_range(fam)))
+        a, c = tangents(terms, term, ratio)
         self.term, self.out = np.concatenate([self.term, term]), np.concatenate([self.out, out])
         self.a, self.c = np.concatenate([self.a, a]), np.concatenate([self.c, c])
         return term.size
