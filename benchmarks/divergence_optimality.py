@@ -106,9 +106,11 @@ GRID_DP = {"kl-dp4": ("kl", None, 4.0), "renyi2-dp4": ("renyi", 2.0, 4.0)}
 """Divergence DP between 4-neighbour cells (``divergence, α, budget factor``)."""
 
 
-BESIDE = ("geo", "distp")
-"""``--beside``: a pure linear constraint added to a grid problem: geo-indistinguishability between
-4-neighbour cells at ε = 1 per unit, or DistP between the two items at ε = 4× the seed's budget."""
+BESIDE = ("geo", "distp", "geo+delta", "distp-delta", "ldp-delta")
+"""``--beside``: linear constraints added to a grid problem: geo-indistinguishability between
+4-neighbour cells at ε = 1 per unit; DistP between the two items at ε = 4× the seed's budget;
+geo-indistinguishability and (ε, δ)-DistP between the items at the seed's budget and δ = 0.01;
+that (ε, δ)-DistP alone; or approximate local DP between 4-neighbour cells at ε = 1, δ = 0.01."""
 
 
 def grid_problem(kind: str, n: int, seed: int, objective: str = "expected", beside: str = "") -> dp.Problem:
@@ -135,7 +137,12 @@ def grid_problem(kind: str, n: int, seed: int, objective: str = "expected", besi
     else:
         constraint = GRID_KINDS[kind](eps)
     extra = {"": (), "geo": (dp.ExtendedDP(epsilon=1.0, pairs=dp.problems.pairs_within(dom, 1.0)),),
-             "distp": (dp.DistP(pairs=((0, 1),), epsilon=4 * eps),)}[beside]
+             "distp": (dp.DistP(pairs=((0, 1),), epsilon=4 * eps),),
+             "geo+delta": (dp.ExtendedDP(epsilon=1.0, pairs=dp.problems.pairs_within(dom, 1.0)),
+                           dp.DistP(pairs=((0, 1),), epsilon=eps, delta=0.01)),
+             "distp-delta": (dp.DistP(pairs=((0, 1),), epsilon=eps, delta=0.01),),
+             "ldp-delta": (dp.LocalDP(epsilon=1.0, delta=0.01,
+                                      pairs=dp.problems.pairs_within(dom, 1.0)),)}[beside]
     return dp.Problem(dom, dom, dom.distances(dom), (a + b) / 2, items=(dp.Item("a", a), dp.Item("b", b)),
                       constraints=(constraint, *extra), objective=OBJECTIVES[objective]())
 
@@ -201,7 +208,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--objective", choices=tuple(OBJECTIVES), default="expected")
     ap.add_argument("--beside", choices=BESIDE, default="",
-                    help="with --grid: a pure linear constraint beside the divergence (BESIDE)")
+                    help="with --grid: linear constraints beside the divergence (BESIDE)")
     ap.add_argument("--grid", type=int, nargs="*", default=[],
                     help="grid sides n: the Gaussian-mixture problems of GRID_KINDS instead")
     ap.add_argument("--gap-tol", type=float, default=None, help="the optimizer's gap_tol")

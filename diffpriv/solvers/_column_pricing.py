@@ -12,9 +12,9 @@ import scipy.sparse.csgraph
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._cut_lp import CutsSolveError
-from diffpriv.solvers._cuts import START_RATIOS, _term_values, _terms, tangents
+from diffpriv.solvers._cuts import START_RATIOS, Terms, _term_values, _terms, tangents
 
-__all__ = ["DivergencePricing", "DivergenceTerms", "Pricing", "pair_rows"]
+__all__ = ["DivergencePricing", "DivergenceTerms", "Pricing", "hockey_sticks", "pair_rows"]
 
 TOLERANCE = 1e-9
 """HiGHS's primal and dual feasibility tolerances (the master's too)."""
@@ -73,12 +73,13 @@ class Pricing:
 
 class DivergenceTerms:
     """The f-divergence budgets, each a sum over outputs of ``φ(a) = Q f(P/Q)`` of the column's
-    laws ``P = wp·a``, ``Q = wq·a`` (:func:`._cuts._terms`, one per bounded direction): ``φ`` is
-    convex and positively homogeneous, so a table mixing rays meets ``Σ_j w_j φ(r_j) ≤ b``'s
-    budget whenever the master does."""
+    laws ``P = wp·a``, ``Q = wq·a`` (:func:`._cuts._terms`, one per bounded direction), and the
+    hockey-stick budgets among them (:func:`hockey_sticks`): ``φ`` is convex and positively
+    homogeneous, so a table mixing rays meets ``Σ_j w_j φ(r_j) ≤ b``'s budget whenever the master
+    does."""
 
     def __init__(self, problem: Problem, margin: float):
-        self.raw = raw = _terms(problem, margin)
+        self.raw = raw = hockey_sticks(problem, _terms(problem, margin), margin)
         self.wp, self.wq = scipy.sparse.csr_array(raw.wp), scipy.sparse.csr_array(raw.wq)
         self.budget, self.true_budget, self.size = raw.budget, raw.true_budget, raw.wp.shape[0]
 
@@ -86,6 +87,30 @@ class DivergenceTerms:
         """``[T, n]``: every term's ``φ`` at the columns ``rays`` ``[R, n]`` (``inf`` where ``P > 0 = Q``
         for an unbounded f)."""
         return _term_values(self.raw, self.wp @ rays, self.wq @ rays)
+
+
+def hockey_sticks(problem: Problem, terms: Terms, margin: float) -> Terms:
+    """``terms`` with one more per direction of every hockey-stick comparison (δ > 0):
+    ``Σ_y max(0, P − e^ε Q) ≤ δ`` is ``Σ_y Q' f(P/Q')`` for total variation's ``f(s) = max(0, s − 1)``
+    and ``Q' = e^ε Q``; budget ``δ(1 − margin)``, ``δ`` for the bound."""
+    from diffpriv.solvers._divergence import block_weights
+
+    blocks = [b for b in problem.blocks() if b.divergence == "hockey_stick"]
+    if not blocks:
+        return terms
+    ns, nx, _ = problem.shape
+    family = len(terms.families)
+    wp, wq, delta = [terms.wp], [terms.wq], []
+    for block in blocks:
+        wa, wb = block_weights(block, ns, nx)
+        ratio = np.exp(np.broadcast_to(np.asarray(block.eps, np.float64), (block.size,)))[:, None]
+        wp += [wa, wb]
+        wq += [ratio * wb, ratio * wa]
+        delta.append(np.full(2 * block.size, block.delta))
+    delta = np.concatenate(delta)
+    return Terms(np.concatenate(wp), np.concatenate(wq), np.r_[terms.family, np.full(delta.size, family)],
+                 np.r_[terms.budget, delta * (1.0 - margin)], np.r_[terms.true_budget, delta],
+                 (*terms.families, ("tv", 1.0)))
 
 
 class DivergencePricing:

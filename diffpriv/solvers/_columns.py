@@ -14,11 +14,11 @@ master minimises ``t`` over rows ``Σ_j w_j r_j[r] L[x_r, y_j] ≤ t`` (rows of 
 their multipliers ``ρ`` (a distribution) weigh the rows' losses in place of the prior: the worst
 row loss is at least any ``ρ``-weighted mean, so the bound below holds with ``ρ`` for ``π``.
 
-**Pricing and the bound** (:mod:`._column_pricing`). For each output, ``v_y(μ) = min {(C[:, y] − μ)·a : a ∈ K_y, 0 ≤ a ≤ 1}``
-is a small LP (the rows, the pair bounds of one column) solved by HiGHS, each output warm-started
-from its own last basis; the vertices of ``K_y ∩ [0, 1]`` are the columns ``e^{−dist_ε(·, S)}`` of
-the sets ``S`` of rows at 1, so the new rays are such columns. Because every table entry is at most
-1, the Lagrangian of the row sums,
+**Pricing and the bound** (:mod:`._column_pricing`). For each output, ``v_y(μ) = min {(C[:, y] −
+μ)·a : a ∈ K_y, 0 ≤ a ≤ 1}`` is a small LP (the rows, the pair bounds of one column) solved by
+HiGHS, each output warm-started from its own last basis; the vertices of ``K_y ∩ [0, 1]`` are the
+columns ``e^{−dist_ε(·, S)}`` of the sets ``S`` of rows at 1, so the new rays are such columns.
+Because every table entry is at most 1, the Lagrangian of the row sums,
 
     ``Σ_r μ_r + Σ_y v_y(μ)``,
 
@@ -125,25 +125,36 @@ master's value after 3 rounds on the 6×6 KL-DP grid (seed 0, optimum 1.030)."""
 def applies(problem: Problem) -> bool:
     """Whether column generation over output columns runs ``problem``: every linear constraint a
     pure pair bound (local or extended DP, δ = 0, ``e^ε ≤`` :data:`LARGEST_RATIO`), at least one of
-    them, every other an f-divergence (:func:`._dual.f_divergences`: KL, reverse KL, χ²,
-    Hellinger, Rényi, TV; divergence DP or DistP), and the expected or the worst-case loss as
-    objective."""
-    from diffpriv.problems._blocks import PairBlock
-
+    them; with f-divergences (:func:`._dual.f_divergences`: KL, reverse KL, χ², Hellinger,
+    Rényi, TV; divergence DP or DistP) beside, also hockey-stick bounds (δ > 0, between rows or
+    item laws, ``e^ε ≤`` :data:`LARGEST_RATIO`: budget rows of the master as the divergences'
+    are); and the expected or the worst-case loss as objective. Without a pure pair bound the
+    pricing LP may leave one law of a term at 0 where the other is not (an infinite KL or χ²
+    term): on a 4×4 KL-DP grid with approximate local DP (δ > 0) beside, rays floored at 10⁻⁶ of
+    their largest entry took 70 rounds to a 5 % gap."""
     blocks = problem.blocks()
     if not blocks or problem.objective.kind not in ("expected", "worst") or problem.objective.transport:
         return False
     linear = [b for b in blocks if b.linear]
-    pure = all(isinstance(b, PairBlock) and b.delta == 0 and b.divergence == "max"
-               and np.all(np.asarray(b.eps) <= np.log(LARGEST_RATIO)) for b in linear)
-    if not linear or not pure:
+    if not linear or any(np.any(np.asarray(b.eps) > np.log(LARGEST_RATIO)) for b in linear):
+        return False
+    pure = [_pure_pairs(b) for b in linear]
+    if not any(pure):
         return False
     if problem.linear:
-        return True
+        return all(pure)
     from diffpriv.solvers._dual import f_divergences
 
+    if not all(p or b.divergence == "hockey_stick" for p, b in zip(pure, linear, strict=True)):
+        return False
     kinds = dict.fromkeys((b.divergence, b.alpha) for b in blocks if not b.linear)
     return f_divergences(kinds) and not any(b.divergence == "wasserstein" for b in blocks)
+
+
+def _pure_pairs(block) -> bool:
+    from diffpriv.problems._blocks import PairBlock
+
+    return isinstance(block, PairBlock) and block.divergence == "max"
 
 
 def balanced(problem: Problem) -> bool:
@@ -158,14 +169,14 @@ def balanced(problem: Problem) -> bool:
 
 
 def _edges(problem: Problem, tight: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every bound ``a[i] ≤ e^{ε} a[j]`` over the flattened rows: ``(i, j, ε)``, both directions
-    unless a block is directed; ``ε`` tightened when ``tight``."""
+    """Every pure pair bound ``a[i] ≤ e^{ε} a[j]`` over the flattened rows: ``(i, j, ε)``, both
+    directions unless a block is directed; ``ε`` tightened when ``tight``."""
     from diffpriv.solvers._linear import tighten_eps
 
     nx = problem.shape[1]
     heads, tails, eps = [], [], []
     for block in problem.blocks():
-        if not block.linear:
+        if not _pure_pairs(block):
             continue
         ra, rb = block.rows(nx)
         e = np.broadcast_to(np.asarray(block.eps, np.float64), ra.shape)

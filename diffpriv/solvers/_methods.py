@@ -42,10 +42,11 @@ the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``bench
   Clarabel still wins on 10×10 (0.3–2.2 s against 0.6–12.7 s). It runs up to
   :data:`CONVEX_VARIABLES` (about 17×17; :data:`CONVEX_VARIABLES_LOOSE`, about 12×12, when
   ``gap_tol ≥ 10⁻³``), or up to :data:`CONVEX_VARIABLES_AL` (about 20×20)
-  where diffpriv's solver would be the augmented Lagrangian (δ > 0 or linear bounds other than
-  pure pair bounds beside divergences between rows, the largest-entry objective on item laws),
+  where diffpriv's solver would be the augmented Lagrangian (linear bounds between rows beside
+  divergences with no pure pair bound among them, the largest-entry objective on item laws),
   which stalls 1–37 % above the optimum, or :data:`CONVEX_VARIABLES_MIRROR` (about 8×8) where it
-  would be mirror-prox or column generation beside pure pair bounds (Clarabel stops at
+  would be mirror-prox or column generation beside pure pair bounds, hockey-stick ones too
+  (Clarabel stops at
   ``optimal_inaccurate`` on KL-DP with geo-indistinguishability on a 10×10 grid after 66 s).
   cvxpy is an optional
   dependency: without it ``"auto"`` runs diffpriv's solver.
@@ -68,7 +69,7 @@ METHODS = {
             "is installed), else 'pdhg'",
     "pdhg": "diffpriv's first-order solvers: restarted mirror PDHG (linear constraints; lifted "
             "to couplings for Wasserstein ones), the smoothed dual with L-BFGS (divergence "
-            "DistP), mirror-prox (divergence DP between rows, pure DistP beside), "
+            "DistP), mirror-prox (divergence DP between rows; DistP or approximate LDP beside), "
             "else the augmented Lagrangian",
     "cuts": "column-and-cut generation for f-divergence constraints (KL, chi2, Hellinger, Renyi, TV) "
             "and Wasserstein ones (column generation alone for linear ones between item laws, DistP, "
@@ -241,9 +242,16 @@ def cuts_solver(problem) -> str | None:
 
 
 def _pairs_beside(problem) -> bool:
-    """Whether ``problem`` holds pure pair bounds beside f-divergences, which column generation
-    over output columns runs (:func:`._columns.applies`): ``"auto"`` routes them on their own."""
+    """Whether ``problem`` holds pure pair bounds beside f-divergences (and perhaps hockey-stick
+    bounds), which column generation over output columns runs (:func:`._columns.applies`):
+    ``"auto"`` routes them on their own."""
     return not problem.linear and cuts_solver(problem) == "columns"
+
+
+def _hockey_sticks(problem) -> bool:
+    """Whether ``problem`` holds hockey-stick bounds (δ > 0), which mirror-prox does not take:
+    beside pure pair bounds and f-divergences column generation runs them alone."""
+    return any(b.divergence == "hockey_stick" for b in problem.blocks())
 
 
 def _row_pairs(problem) -> bool:
@@ -327,7 +335,7 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
             return (solver,)
         own = first_order(problem)
         if _pairs_beside(problem):  # mirror-prox's table is the first rays
-            return ("mirror", "columns")
+            return ("columns",) if _hockey_sticks(problem) else ("mirror", "columns")
         if solver == "columns":  # handed over after its rounds: HiGHS where it fits, then PDHG
             return ("columns", *(("exact",) if exact_solver(problem, gap_tol) else ()), own)
         return ("dual", "cuts") if solver == "cuts" and _dual_first(problem, own, gap_tol) else (solver, own)
@@ -336,7 +344,7 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
     if method != "auto":
         return (chosen,)
     if chosen == "exact" and _pairs_beside(problem):
-        return ("exact", "mirror", "columns")
+        return ("exact", "columns") if _hockey_sticks(problem) else ("exact", "mirror", "columns")
     rest = (cuts_solver(problem),) if chosen == "exact" and auto_cuts(problem) else ()
     return (chosen, *rest, first_order(problem))
 

@@ -266,3 +266,62 @@ def test_a_start_table_joins_the_first_rays():
     assert len(seeded.rays) == len(plain.rays) + p.shape[2]
     plain.chunk(), seeded.chunk()
     assert seeded.value <= ref.certificate.loss * (1 + 1e-6) < plain.value
+
+
+# ---- hockey-stick bounds (δ > 0) beside -------------------------------------------------------
+
+def _with_delta(which: str, objective: str = "expected", seed: int = 0) -> dp.Problem:
+    """:func:`_geo_beside` (KL-DP) on a 3×3 grid with two items, and an (ε, δ) bound beside:
+    DistP between the items, or local DP between the 4-neighbour cells."""
+    base = _geo_beside("kl", None, 0.3, objective=objective, seed=seed)
+    rng = np.random.default_rng(seed + 10)
+    items = (dp.Item("a", rng.dirichlet(np.ones(9))), dp.Item("b", rng.dirichlet(np.ones(9))))
+    pairs = dp.problems.pairs_within(base.inputs, 1.0)
+    extra = {"distp": dp.DistP(pairs=((0, 1),), epsilon=0.1, delta=0.01),
+             "ldp": dp.LocalDP(epsilon=0.3, delta=0.01, pairs=pairs)}[which]
+    return dataclasses.replace(base, items=items, constraints=(*base.constraints, extra))
+
+
+@pytest.mark.parametrize(("which", "objective"),
+                         [("distp", "expected"), ("ldp", "expected"), ("distp", "worst")])
+def test_hockey_stick_bounds_beside_meet_clarabel(which, objective):
+    """(ε, δ)-DistP between two items or approximate local DP beside geo-indistinguishability and
+    KL-DP: each a budget row ``Σ_y max(0, P − e^ε Q) ≤ δ`` of the master; against Clarabel."""
+    p = _with_delta(which, objective)
+    assert cuts_solver(p) == "columns"
+    ref = dp.solvers.convex(p).value
+    d = dp.design(p, method="cuts", gap_tol=1e-3)
+    assert (d.result.method, d.result.status) == ("cuts", "converged")
+    assert d.certificate.ok and d.certificate.repair_t == 0.0
+    assert d.result.lower_bound <= ref + 1e-6 * max(1.0, abs(ref))
+    assert d.certificate.loss <= ref * (1 + 1.5e-3) + 1e-9
+    loose = dataclasses.replace(p, constraints=p.constraints[:2])  # the δ bound binds
+    assert dp.solvers.convex(loose).value < ref * (1 - 1e-2)
+
+
+def test_a_hockey_stick_term_is_the_divergence():
+    """The term of each direction, ``Σ_y max(0, P − e^ε Q)``, summed over every output column of a
+    random table, is the hockey-stick divergence the certifier measures."""
+    from diffpriv.solvers._column_pricing import DivergenceTerms
+
+    p = _with_delta("distp")
+    terms = DivergenceTerms(p, 0.0)
+    table = np.random.default_rng(1).dirichlet(np.ones(9), size=9)
+    total = terms.values(table).sum(axis=1)[-2:]
+    laws = [item.dist @ table for item in p.items]
+    eps = 0.1
+    expected = [np.maximum(laws[0] - np.exp(eps) * laws[1], 0).sum(),
+                np.maximum(laws[1] - np.exp(eps) * laws[0], 0).sum()]
+    np.testing.assert_allclose(total, expected, rtol=1e-12)
+    assert terms.true_budget[-1] == 0.01
+
+
+def test_hockey_sticks_without_pure_pair_bounds_keep_the_other_solvers():
+    p = _with_delta("ldp")
+    alone = dataclasses.replace(p, constraints=p.constraints[1:])  # KL-DP and approximate LDP
+    assert not _columns.applies(alone)
+    assert route(p, "auto") == ("exact", "columns")
+    big = dataclasses.replace(_geo_beside("kl", None, 0.3, n=10),
+                              constraints=(*_geo_beside("kl", None, 0.3, n=10).constraints,
+                                           dp.LocalDP(epsilon=0.5, delta=0.02)))
+    assert route(big, "auto") == ("columns",)

@@ -59,14 +59,24 @@ def test_epigraph_objectives_converge_within_gap_tol_of_clarabel(objective, dive
 
 
 def beside(problem: dp.Problem, kind: str) -> dp.Problem:
-    """``problem`` with a pure linear constraint beside its divergence: DistP between two random
+    """``problem`` with a linear constraint beside its divergence: DistP between two random
     items at ε = 0.05 (``"distp"``, active: it moves Clarabel's optimum), ε-LDP between every
-    pair of inputs (``"ldp"``) or geo-indistinguishability (``"geo"``)."""
+    pair of inputs (``"ldp"``) or geo-indistinguishability (``"geo"``); with δ > 0, (0.05,
+    0.01)-DistP between the same items (``"distp-delta"``) or (0.5, 0.02)-LDP between the
+    4-neighbours (``"ldp-delta"``), both active."""
     n = problem.shape[1]
     if kind == "distp":
         items = tuple(dp.Item(f"i{k}", np.random.default_rng(k).dirichlet(np.ones(n))) for k in (1, 2))
         return dataclasses.replace(problem, items=items, constraints=(
             *problem.constraints, dp.DistP(pairs=((0, 1),), epsilon=0.05)))
+    if kind == "distp-delta":  # (ε, δ)-DistP: between the unconstrained optimum and pure DistP's
+        distp = beside(problem, "distp")
+        return dataclasses.replace(distp, constraints=(
+            *problem.constraints, dp.DistP(pairs=((0, 1),), epsilon=0.05, delta=0.01)))
+    if kind == "ldp-delta":  # approximate LDP between the same 4-neighbours
+        pairs = dp.problems.pairs_within(problem.inputs, 1.0)
+        return dataclasses.replace(problem, constraints=(
+            *problem.constraints, dp.LocalDP(epsilon=0.5, delta=0.02, pairs=pairs)))
     extra = dp.LocalDP(epsilon=1.5) if kind == "ldp" else dp.ExtendedDP(epsilon=1.0)
     return dataclasses.replace(problem, constraints=(*problem.constraints, extra))
 
@@ -86,13 +96,16 @@ def test_one_direction_only():
     assert design.result.lower_bound <= optimum * (1 + 1e-7) <= design.certificate.loss * (1 + 1e-2)
 
 
+BESIDE = ("ldp", "distp", "distp-delta", "ldp-delta")
+
+
 @float64
-@pytest.mark.parametrize("objective", ["expected", "worst", "entry", "ldp", "distp"])
+@pytest.mark.parametrize("objective", ["expected", "worst", "entry", *BESIDE])
 def test_the_bound_holds_at_arbitrary_iterates(objective):
     """Random log-tables, multipliers and epigraph weights, far from optimal: each bound is below
     the optimum."""
     problem = kl_grid(eps=0.2, objective=objective if objective in ("worst", "entry") else "expected")
-    problem = beside(problem, objective) if objective in ("ldp", "distp") else problem
+    problem = beside(problem, objective) if objective in BESIDE else problem
     optimum = dp.solvers.convex(problem).value
     run = _mirror.MirrorRun(Optimizer(gap_tol=1e-2), problem, 0)
     rng = np.random.default_rng(3)
@@ -141,7 +154,8 @@ def test_auto_routes_divergence_dp_to_mirror_prox_and_al_stays_selectable():
         assert _methods.first_order(beside(problem, rows)) == "al"
     approximate = dataclasses.replace(problem, constraints=(*problem.constraints, dp.LocalDP(epsilon=1.0,
                                                                                              delta=0.01)))
-    assert not _mirror.applies(approximate, (("kl", None),))  # δ > 0: the augmented Lagrangian
+    assert _mirror.applies(approximate, (("kl", None),))  # δ > 0: hockey-stick rows
+    assert _methods.route(beside(kl_grid(n=10), "distp-delta"), "auto", gap_tol=1e-2) == ("mirror",)
 
 
 def test_pair_groups_gather_their_rows():
@@ -212,3 +226,32 @@ def test_only_tables_near_their_budgets_are_offered_to_the_repair(monkeypatch):
     for table in offered:
         level = dp.certify(problem, table).constraints[0].level  # the largest KL between neighbours
         assert level <= 0.3 * (1 + _mirror.REPAIRABLE * 1e-2) + 1e-9
+
+
+@pytest.mark.parametrize(("kind", "objective"), [("distp-delta", "expected"), ("distp-delta", "worst"),
+                                                 ("ldp-delta", "expected")])
+def test_hockey_stick_bounds_beside_converge_within_gap_tol_of_clarabel(kind, objective):
+    """(ε, δ)-DistP between items and approximate LDP between rows beside KL-DP: multipliers
+    ``u`` with the Lagrangian's ``−δ max_y u`` taken by its prox (:func:`_mirror._capped`)."""
+    converges_to_clarabels_optimum(beside(kl_grid(objective=objective), kind))
+
+
+@float64
+def test_the_hockey_stick_prox_is_the_convex_programs_minimiser():
+    """:func:`_mirror._capped` against cvxpy on random rows: ``min_{x ≥ 0} Σ (x − v)²/(2s) + δ max x``,
+    including δ = 0 (the projection on ``x ≥ 0``) and rows where the prox is 0."""
+    import cvxpy as cp
+
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(6, 7))
+    v[4] = -np.abs(v[4])  # nothing positive: 0
+    step = rng.uniform(0.1, 3.0, size=v.shape)
+    delta = np.array([0.0, 0.1, 0.5, 2.0, 0.3, 50.0])
+    got = np.asarray(_mirror._capped(jnp.asarray(v), jnp.asarray(step), jnp.asarray(delta)))
+    for k in range(v.shape[0]):
+        x = cp.Variable(v.shape[1], nonneg=True)
+        cp.Problem(cp.Minimize(cp.sum(cp.multiply(1 / (2 * step[k]), cp.square(x - v[k])))
+                               + delta[k] * cp.max(x))).solve()
+        np.testing.assert_allclose(got[k], x.value, atol=1e-5)
+    np.testing.assert_array_equal(got[0], np.maximum(v[0], 0.0))
+    assert np.all(got[4] == 0) and np.all(got[5] == 0)
