@@ -14,11 +14,11 @@ master minimises ``t`` over rows ``Σ_j w_j r_j[r] L[x_r, y_j] ≤ t`` (rows of 
 their multipliers ``ρ`` (a distribution) weigh the rows' losses in place of the prior: the worst
 row loss is at least any ``ρ``-weighted mean, so the bound below holds with ``ρ`` for ``π``.
 
-**Pricing and the bound** (:mod:`._column_pricing`). For each output, ``v_y(μ) = min {(C[:, y] −
-μ)·a : a ∈ K_y, 0 ≤ a ≤ 1}`` is a small LP (the rows, the pair bounds of one column) solved by
-HiGHS, each output warm-started from its own last basis; the vertices of ``K_y ∩ [0, 1]`` are the
-columns ``e^{−dist_ε(·, S)}`` of the sets ``S`` of rows at 1, so the new rays are such columns.
-Because every table entry is at most 1, the Lagrangian of the row sums,
+**Pricing and the bound** (:mod:`._column_pricing`). For each output,
+``v_y(μ) = min {(C[:, y] − μ)·a : a ∈ K_y, 0 ≤ a ≤ 1}`` is a small LP (the rows, the pair bounds of
+one column) solved by HiGHS, each output warm-started from its own last basis; the vertices of
+``K_y ∩ [0, 1]`` are the columns ``e^{−dist_ε(·, S)}`` of the sets ``S`` of rows at 1, so the new
+rays are such columns. Because every table entry is at most 1, the Lagrangian of the row sums,
 
     ``Σ_r μ_r + Σ_y v_y(μ)``,
 
@@ -51,7 +51,9 @@ below ``φ_t``). Three aids, each measured on the KL-DP and geo-indistinguishabi
 (:data:`FLATTER`); the master's mix of rays at an output joins as one ray (it frees budget);
 and the row multipliers are kept in a box around those of the best bound (:data:`BOX`). This
 converges where the augmented Lagrangian stalls, but in tens of rounds, not a handful: the
-master's value and the bound close in the manner of Kelley's cutting planes.
+master's value and the bound close in the manner of Kelley's cutting planes. Hockey-stick bounds
+(δ > 0) beside are master rows too (:func:`._column_pricing.hockey_sticks`): ``Σ_y max(0, P −
+e^ε Q)`` is a sum over columns of total variation's ``φ`` at ``Q' = e^ε Q``.
 """
 
 from __future__ import annotations

@@ -249,8 +249,10 @@ def _pairs_beside(problem) -> bool:
 
 
 def _hockey_sticks(problem) -> bool:
-    """Whether ``problem`` holds hockey-stick bounds (δ > 0), which mirror-prox does not take:
-    beside pure pair bounds and f-divergences column generation runs them alone."""
+    """Whether ``problem`` holds hockey-stick bounds (δ > 0): beside pure pair bounds and
+    f-divergences, ``"auto"`` runs column generation on them cold, not from mirror-prox's table
+    (10×10 KL-DP grid with geo-indistinguishability and (ε, δ)-DistP, seed 1: 91 rounds and 377 s
+    from mirror-prox's table, 121 rounds and 234 s cold, each beside another run)."""
     return any(b.divergence == "hockey_stick" for b in problem.blocks())
 
 

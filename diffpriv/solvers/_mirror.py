@@ -271,8 +271,8 @@ class Weights(NamedTuple):
 
 
 class Rows(NamedTuple):
-    """The linear constraints beside the divergences, ``G A ≤ δ w`` (pure ratio bounds where
-    ``δ = 0``, hockey-stick bounds ``Σ_y max(0, (G A)_y) ≤ δ`` where ``δ > 0``), with multipliers
+    """The linear constraints beside the divergences, ``G A ≤ 0`` (pure ratio bounds, δ = 0) or
+    ``Σ_y max(0, (G A)_y) ≤ δ`` per row of ``G`` (hockey-stick bounds, δ > 0), with multipliers
     ``u ≥ 0`` ``[M, Y]``: ``op`` is ``G``, the normalised operator of :mod:`._linear` at the run's
     tightened budgets, ``size`` the same with every coefficient's magnitude (``|G|``), and
     ``rate`` ``[M, 1]`` each constraint's cost scale ``(|G| c̄) / ‖G_i‖²`` (``c̄`` the rows' mean
