@@ -248,12 +248,15 @@ def _pairs_beside(problem) -> bool:
     return not problem.linear and cuts_solver(problem) == "columns"
 
 
-def _hockey_sticks(problem) -> bool:
-    """Whether ``problem`` holds hockey-stick bounds (δ > 0): beside pure pair bounds and
-    f-divergences, ``"auto"`` runs column generation on them cold, not from mirror-prox's table
-    (10×10 KL-DP grid with geo-indistinguishability and (ε, δ)-DistP, seed 1: 91 rounds and 377 s
-    from mirror-prox's table, 121 rounds and 234 s cold, each beside another run)."""
-    return any(b.divergence == "hockey_stick" for b in problem.blocks())
+def _columns_beside(problem) -> tuple[str, ...]:
+    """``"auto"``'s solvers for pure pair bounds beside f-divergences (:func:`_pairs_beside`) once
+    Clarabel is past: mirror-prox, whose table is column generation's first rays; with
+    hockey-stick bounds (δ > 0) among them, column generation alone, cold (10×10 KL-DP grid with
+    geo-indistinguishability and (ε, δ)-DistP, seed 1: 91 rounds and 377 s from mirror-prox's
+    table, 121 rounds and 234 s cold, each beside another run)."""
+    if any(b.divergence == "hockey_stick" for b in problem.blocks()):
+        return ("columns",)
+    return ("mirror", "columns")
 
 
 def _row_pairs(problem) -> bool:
@@ -336,8 +339,8 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
         if method != "auto":
             return (solver,)
         own = first_order(problem)
-        if _pairs_beside(problem):  # mirror-prox's table is the first rays
-            return ("columns",) if _hockey_sticks(problem) else ("mirror", "columns")
+        if _pairs_beside(problem):
+            return _columns_beside(problem)
         if solver == "columns":  # handed over after its rounds: HiGHS where it fits, then PDHG
             return ("columns", *(("exact",) if exact_solver(problem, gap_tol) else ()), own)
         return ("dual", "cuts") if solver == "cuts" and _dual_first(problem, own, gap_tol) else (solver, own)
@@ -346,7 +349,7 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
     if method != "auto":
         return (chosen,)
     if chosen == "exact" and _pairs_beside(problem):
-        return ("exact", "columns") if _hockey_sticks(problem) else ("exact", "mirror", "columns")
+        return ("exact", *_columns_beside(problem))
     rest = (cuts_solver(problem),) if chosen == "exact" and auto_cuts(problem) else ()
     return (chosen, *rest, first_order(problem))
 
