@@ -215,10 +215,12 @@ class ColumnsRun:
     ``gap_tol`` and ``steps`` (the most rounds: ``min(steps, 500)``; under ``"auto"``
     :data:`AUTO_ROUNDS`), one round (a master LP and a pricing LP per output) a chunk, as a
     :class:`._driver.Run` (module docstring); ``start``: a table whose columns join the first
-    rays (under ``"auto"``, mirror-prox's where it stopped short). The seed takes no part; it is
-    recorded."""
+    rays (under ``"auto"``, mirror-prox's where it stopped short); ``floor``: a lower bound known
+    already (the linear relaxation's, :mod:`._relaxed`), which the run's own starts from. The seed
+    takes no part; it is recorded."""
 
-    def __init__(self, opt, problem: Problem, seed: int, *, start: np.ndarray | None = None):
+    def __init__(self, opt, problem: Problem, seed: int, *, start: np.ndarray | None = None,
+                 floor: float = -np.inf):
         import highspy
 
         from diffpriv.solvers._linear import smallest_objective, tighten_eps
@@ -282,7 +284,8 @@ class ColumnsRun:
                 ray, upper = self._raised(table[:, y] / table[:, y].max()), self._upper(y)
                 if np.all(ray[upper == 0] == 0):
                     self._add(int(y), ray)
-        self.bound = self.floor = smallest_objective(problem)
+        self.floor = smallest_objective(problem)  # the trivial bound
+        self.bound = max(self.floor, floor)
         self.rounds, self.best = 0, None
         self.total = min(opt.steps, MAX_ROUNDS)
         # under "auto" pure pair bounds hand over after AUTO_ROUNDS; beside divergences nothing

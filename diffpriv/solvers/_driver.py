@@ -128,9 +128,11 @@ class OptimizeResult:
       presolve: ``{"inputs": [kept, all], "outputs": [kept, all]}`` where presolve dropped
         rows or outputs before the solver ran (:mod:`diffpriv.solvers._presolve`; ``table`` is of
         the whole problem), else ``None``.
-      method: the solver that ran: ``"pdhg"``, ``"transport pdhg"``, ``"dual"``, ``"cuts"``, ``"al"``, or
-        an exact one (``"highs"``, ``"clarabel"``: :mod:`diffpriv.solvers._exact`, ``steps``
-        0, ``lower_bound`` from the solver's multipliers, ``max_violation`` in its own rows).
+      method: the solver that ran: ``"pdhg"``, ``"transport pdhg"``, ``"dual"``, ``"mirror"``,
+        ``"cuts"``, ``"al"``, or an exact one (``"highs"``, ``"clarabel"``:
+        :mod:`diffpriv.solvers._exact`, ``steps`` 0, ``lower_bound`` from the solver's multipliers,
+        ``max_violation`` in its own rows); ``"relaxation (highs)"`` or ``"relaxation (cuts)"``
+        where the table is the linear relaxation's, repaired (:mod:`diffpriv.solvers._relaxed`).
     """
 
     table: np.ndarray

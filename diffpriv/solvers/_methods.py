@@ -20,7 +20,10 @@ expected or worst-case loss, column generation over output columns (:mod:`._colu
 it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
 problem, Clarabel through cvxpy for Wasserstein constraints) where the size model predicts it is
 faster than diffpriv's own and fits in memory, and diffpriv's own solver otherwise, so that the
-default is never silently worse than the reference.
+default is never silently worse than the reference. Where divergence or Wasserstein constraints
+sit beside linear ones it first solves the linear relaxation (:func:`relaxes`, :mod:`._relaxed`),
+whose bound holds for the whole problem and whose repaired table is optimal where the divergences
+are slack.
 
 The prediction is a size threshold per problem class, calibrated on both run side by side at
 the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``benchmarks/RESULTS.md``):
@@ -58,10 +61,11 @@ import importlib.util
 import math
 
 __all__ = ["METHODS", "SOLVERS", "TRIES", "auto_cuts", "choose", "cuts_apply", "cuts_solver", "exact_solver",
-           "first_order", "route", "solver_class"]
+           "first_order", "relaxes", "route", "solver_class"]
 
 METHODS = {
-    "auto": "'cuts' for f-divergence constraints (the smoothed dual first at gap_tol >= 1e-2), "
+    "auto": "the linear relaxation first where divergence constraints sit beside linear ones; "
+            "'cuts' for f-divergence constraints (the smoothed dual first at gap_tol >= 1e-2), "
             "for DistP from ~16x16 and for pure local / extended DP from ~10x10 (beside "
             "f-divergences from ~8x8); "
             "else the exact reference where it is predicted "
@@ -94,6 +98,7 @@ SOLVERS = {
     "columns": "diffpriv.solvers._columns:ColumnsRun",
     "transport cuts": "diffpriv.solvers._transport_cuts:TransportCutsRun",
     "exact": "diffpriv.solvers._exact:ExactRun",
+    "relaxed": "diffpriv.solvers._relaxed:RelaxedRun",
 }
 """Every solver: its :class:`._driver.Run` (``module:class``, imported on use, so that this table
 loads no JAX). A new solver is its run class, a line here, and a case in :func:`route`."""
@@ -140,7 +145,10 @@ COLUMNS_BESIDE_TO = 10_000
 columns started from its table (:mod:`._columns`) on pure pair bounds beside f-divergences above
 Clarabel's limit (:data:`CONVEX_VARIABLES_MIRROR`, about 8×8) up to this many table entries (10×10,
 the largest size measured: ``benchmarks/divergence_optimality.py --grid 10 --beside geo``);
-beyond, the augmented Lagrangian."""
+beyond, the augmented Lagrangian (after the linear relaxation, :func:`relaxes`: on 16×16 grids it
+converged where the divergence was slack, on 4 of 10 runs in 17–22 s, and gave the augmented
+Lagrangian's runs a bound above 0). Column generation from the relaxation's columns on a 16×16
+grid took over 2 minutes for its second round."""
 DUAL_GAP_TOL = 1e-2
 """From this ``gap_tol`` up, ``"auto"`` runs the smoothed dual before ``"cuts"`` where both apply
 and Clarabel does not run (:func:`route`), with ``"cuts"`` taking over when the dual does not
@@ -151,11 +159,12 @@ Hellinger, Rényi 2; ``benchmarks/divergence_optimality.py --grid 32 --gap-tol 1
 DUAL_FROM = 300_000
 """… and from this many table entries (about 24×24): measured there and at 32×32 (where the dual
 took 2–35 s and ``"cuts"`` 3.5–589 s), not between 12×12 and 24×24, which keep ``"cuts"``."""
-TRIES = frozenset({"dual", "columns", "mirror"})
+TRIES = frozenset({"dual", "columns", "mirror", "relaxed"})
 """Solvers that, under ``"auto"``, hand over to the next of the route when they stop without
 converging (the smoothed dual stalls at its temperature floor on tight ``gap_tol``; column
 generation over output columns after :data:`._columns.AUTO_ROUNDS` rounds; mirror-prox beside
-pure pair bounds, whose table column generation then starts from)."""
+pure pair bounds, whose table column generation then starts from; the linear relaxation, where
+a divergence binds)."""
 
 
 def _kinds(problem) -> tuple[tuple[str, float], ...]:
@@ -318,6 +327,25 @@ def _dual_first(problem, own: str, gap_tol: float) -> bool:
             and solver_plan(problem) != "lean")
 
 
+def relaxes(problem, gap_tol: float = 1e-4) -> bool:
+    """Whether ``"auto"`` solves ``problem``'s linear relaxation first (:mod:`._relaxed`): it has
+    linear constraints beside nonlinear ones, and the relaxation is cheap: pure pair bounds only
+    (column generation over output columns, :data:`._relaxed.ROUNDS` rounds at most), or what
+    ``"auto"`` runs by column generation (:func:`choose` gives ``"cuts"``: DistP), or by HiGHS
+    where the whole problem is small enough for Clarabel (:func:`exact_solver`). HiGHS on a
+    larger relaxation can take long: geo-indistinguishability between 4-neighbour cells of a
+    16×16 grid took 282 s, approximate local DP there (δ = 0.01) had not finished in 12 minutes."""
+    from diffpriv.solvers._relaxed import pairs_only, relaxation
+
+    relaxed = None if problem.linear else relaxation(problem)
+    if relaxed is None:
+        return False
+    if pairs_only(relaxed):
+        return True
+    chosen = choose(relaxed, "auto", gap_tol=gap_tol)
+    return chosen == "cuts" or (chosen == "exact" and exact_solver(problem, gap_tol) is not None)
+
+
 def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> tuple[str, ...]:
     """The solvers (keys of :data:`SOLVERS`) to run ``problem`` with under ``optimizer.method``,
     in order: the first that does not fail (nor, for :data:`TRIES`, stop short of converging)
@@ -326,7 +354,16 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
     (where :func:`auto_cuts`) and to the first-order solver, and from ``"cuts"`` to the
     first-order solver; where ``"cuts"`` would run f-divergences at ``gap_tol ≥``
     :data:`DUAL_GAP_TOL` from :data:`DUAL_FROM` entries and the smoothed dual applies, the dual
-    runs first and ``"cuts"`` takes over."""
+    runs first and ``"cuts"`` takes over. Where :func:`relaxes`, ``"auto"`` runs the linear
+    relaxation (``"relaxed"``) before all of these."""
+    names = _route(problem, method, gap_tol=gap_tol, warm=warm)
+    if method == "auto" and not warm and relaxes(problem, gap_tol):
+        return ("relaxed", *names)
+    return names
+
+
+def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ...]:
+    """:func:`route` before the relaxation."""
     chosen = choose(problem, method, gap_tol=gap_tol, warm=warm)
     if chosen == "cuts":
         solver = cuts_solver(problem)

@@ -456,9 +456,11 @@ class MirrorRun:
     when :data:`STALL` chunks move nothing (``"stalled"``), or when the steps run out.
     ``budget_scale`` solves ``problem.scaled(budget_scale)``; ``init`` starts from the ``state``
     of an earlier run's result (its iterate ``(θ, λ, ν, u)``: the budgets of a frontier one after
-    another)."""
+    another); ``floor``: a lower bound known already (the linear relaxation's, :mod:`._relaxed`),
+    which the run's own starts from."""
 
-    def __init__(self, opt, problem: Problem, seed: int, *, budget_scale: float = 1.0, init=None):
+    def __init__(self, opt, problem: Problem, seed: int, *, budget_scale: float = 1.0, init=None,
+                 floor: float = -np.inf):
         del seed  # deterministic: the start is the cost-tilted table
         if budget_scale != 1.0:
             problem = problem.scaled(budget_scale)
@@ -481,7 +483,7 @@ class MirrorRun:
         self.trace = []  # (bound, objective, largest residual) of the last STALL + 1 chunks
         self.since = 0  # chunks since the steps were last halved for being stuck
         self.total, self.done = opt.steps, 0
-        self.bound, self.best = smallest_objective(problem), None
+        self.bound, self.best = max(smallest_objective(problem), floor), None
         self.table = self._table(self.theta)
 
     def chunk(self) -> Chunk:

@@ -42,7 +42,7 @@ from diffpriv.problems._size import SizeError, solver_plan
 from diffpriv.solvers import _pdhg
 from diffpriv.solvers._convex import ConvexSolveError
 from diffpriv.solvers._cuts import CutsRun, CutsSolveError
-from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, drive
+from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, drive, relative_gap
 from diffpriv.solvers._linear import linear_data, operator, sparse_matrix, the_table, tighten
 from diffpriv.solvers._lp import Basis, ReferenceSolveError
 from diffpriv.solvers._mechanism import Mechanism
@@ -101,12 +101,15 @@ class Optimizer(Options):
             init = None
         names = route(problem, self.method, gap_tol=self.gap_tol, warm=init is not None)
         tried = None  # the result of a TRIES solver that did not converge
+        relaxed = None  # the linear relaxation's, whose bound holds for the problem too
         for i, name in enumerate(names):
             self._check(name, problem, init)
             cls = solver_class(name)
             extra = {"init": init} if name == "pdhg" else {"basis": basis} if name == "exact" else {}
-            if name == "columns" and tried is not None:  # column generation starts from its table
+            if name == "columns" and tried is not None and tried is not relaxed:  # starts from its table
                 extra = {"start": tried.table}
+            if name in ("mirror", "columns") and relaxed is not None:  # they stop on the better bound
+                extra["floor"] = relaxed.lower_bound
             last = i == len(names) - 1
             try:
                 make = functools.partial(cls, self, problem, seed, **extra)
@@ -115,12 +118,15 @@ class Optimizer(Options):
                 if not last:
                     continue
                 if tried is not None:
-                    return tried
+                    return _with_relaxation(tried, relaxed if tried is not relaxed else None, self.gap_tol)
                 raise
+            if name == "relaxed" and result.status == Status.INFEASIBLE:  # so is the problem
+                return result
             if name in TRIES and not last and result.status != Status.CONVERGED:
                 tried = result
+                relaxed = result if name == "relaxed" else relaxed
                 continue
-            return result
+            return _with_relaxation(result, relaxed, self.gap_tol)
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
@@ -134,6 +140,25 @@ class Optimizer(Options):
         if name in ("transport pdhg", "dual", "al") and solver_plan(problem) == "lean":
             raise SizeError("optimizer: this problem is too large for the float64 solvers that "
                             "divergence and Wasserstein constraints need")
+
+
+def _with_relaxation(result: OptimizeResult, relaxed: OptimizeResult | None,
+                     gap_tol: float) -> OptimizeResult:
+    """``result`` with the linear relaxation's bound where it is higher (it holds for the problem:
+    the relaxation's feasible set holds the problem's) and its repaired table where that is
+    better; ``"converged"`` where the two together are within ``gap_tol``. The seconds are both
+    runs'."""
+    if relaxed is None:
+        return result
+    better = relaxed.max_violation <= 0 and relaxed.objective < result.objective
+    base = relaxed if better else result
+    bound = max(result.lower_bound, relaxed.lower_bound)
+    gap = relative_gap(base.objective, bound)
+    status = base.status
+    if gap <= gap_tol and result.status in (Status.STALLED, Status.STEP_LIMIT, Status.CONVERGED):
+        status = Status.CONVERGED.value
+    return dataclasses.replace(base, lower_bound=bound, gap=gap, status=status,
+                               seconds=result.seconds + relaxed.seconds)
 
 
 def _restricted(pre: Presolved, init):
