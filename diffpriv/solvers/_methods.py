@@ -335,12 +335,13 @@ def relaxes(problem, gap_tol: float = 1e-4) -> bool:
     where the whole problem is small enough for Clarabel (:func:`exact_solver`). HiGHS on a
     larger relaxation can take long: geo-indistinguishability between 4-neighbour cells of a
     16×16 grid took 282 s, approximate local DP there (δ = 0.01) had not finished in 12 minutes."""
-    from diffpriv.solvers._relaxed import pairs_only, relaxation
+    from diffpriv.solvers import _columns
+    from diffpriv.solvers._relaxed import relaxation
 
     relaxed = None if problem.linear else relaxation(problem)
     if relaxed is None:
         return False
-    if pairs_only(relaxed):
+    if _columns.applies(relaxed):  # pure pair bounds only
         return True
     chosen = choose(relaxed, "auto", gap_tol=gap_tol)
     return chosen == "cuts" or (chosen == "exact" and exact_solver(problem, gap_tol) is not None)

@@ -33,15 +33,15 @@ import numpy as np
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
 
-__all__ = ["ROUNDS", "TIGHTER", "RelaxedRun", "pairs_only", "relaxation"]
+__all__ = ["ROUNDS", "TIGHTER", "RelaxedRun", "relaxation"]
 
 
 def relaxation(problem: Problem) -> Problem | None:
-    """``problem`` with its linear constraints only (those whose comparison blocks are all
-    linear), or ``None`` when it has none or nothing else."""
-    linear = tuple(c for i, c in enumerate(problem.constraints)
-                   if all(b.linear for b in c.blocks(problem, i)))
-    if not linear or len(linear) == len(problem.constraints):
+    """``problem`` with its linear constraints only (those none of whose comparison blocks is
+    nonlinear), or ``None`` when it has none or nothing else."""
+    nonlinear = {b.constraint for b in problem.blocks() if not b.linear}
+    linear = tuple(c for i, c in enumerate(problem.constraints) if i not in nonlinear)
+    if not linear or not nonlinear:
         return None
     return dataclasses.replace(problem, constraints=linear)
 
@@ -61,14 +61,6 @@ repair's mixing (6×6 grids with geo-indistinguishability beside KL-DP: at ``gap
 relaxation stopped 0.5–0.97 % above its bound and the repair added 0.1 %)."""
 
 
-def pairs_only(relaxed: Problem) -> bool:
-    """Whether column generation over output columns runs the relaxation ``relaxed`` (pure pair
-    bounds only, :func:`._columns.applies`)."""
-    from diffpriv.solvers import _columns
-
-    return _columns.applies(relaxed)
-
-
 class RelaxedRun:
     """The relaxation (:func:`relaxation`) solved by ``opt`` itself under ``method = "auto"`` (HiGHS
     or column generation, as :func:`._methods.relaxes` arranges; column generation over output
@@ -86,9 +78,10 @@ class RelaxedRun:
 
     def chunk(self) -> Chunk:
         from diffpriv.certification._repair import RepairError, repair
+        from diffpriv.solvers import _columns
 
         opt = dataclasses.replace(self.opt, gap_tol=self.opt.gap_tol / TIGHTER)
-        if pairs_only(self.relaxed):
+        if _columns.applies(self.relaxed):  # pure pair bounds only
             opt = dataclasses.replace(opt, method="cuts", steps=ROUNDS)
         inner = opt(self.relaxed, seed=self.seed)
         self.name, self.bound, self.table = f"relaxation ({inner.method})", inner.lower_bound, inner.table
