@@ -66,9 +66,10 @@ def test_a_binding_divergence_goes_on_with_the_relaxations_bound():
 
 
 def test_mirror_prox_stops_on_the_relaxations_bound():
-    """Approximate LDP beside KL-DP on a 4×4 grid, where mirror-prox alone stopped ``stalled``
-    after 19,400 steps, its bound 1.4 % below its table: started from the relaxation's bound as
-    its floor it converges, its table within ``gap_tol`` of Clarabel's optimum."""
+    """Approximate LDP beside KL-DP on a 4×4 grid, where mirror-prox alone took 11,600 steps to
+    its own bound (and, before its bound at the running average, stopped ``stalled`` after 19,400
+    with its bound 1.4 % below its table): started from the relaxation's bound as its floor it
+    converges, its table within ``gap_tol`` of Clarabel's optimum."""
     import functools
 
     from diffpriv.solvers._driver import drive
