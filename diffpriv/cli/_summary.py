@@ -35,8 +35,11 @@ _METHOD_TEXT = {
     "dual": "dual: smoothed dual, L-BFGS",
     "cuts": "cuts: column-and-cut generation (HiGHS)",
     "al": "al: augmented Lagrangian",
+    "mirror": "mirror: mirror-prox on the Lagrangian",
     "highs": "highs: the exact LP (HiGHS)",
     "clarabel": "clarabel: the exact conic program (cvxpy, Clarabel)",
+    "relaxation (highs)": "relaxation (highs): the linear constraints alone (HiGHS), repaired",
+    "relaxation (cuts)": "relaxation (cuts): the linear constraints alone (column generation), repaired",
 }
 """The ``method`` row: the solver that ran (:attr:`~diffpriv.solvers.OptimizeResult.method`)."""
 

@@ -110,6 +110,8 @@ class Optimizer(Options):
                 extra = {"start": tried.table}
             if name in ("mirror", "columns") and relaxed is not None:  # they stop on the better bound
                 extra["floor"] = relaxed.lower_bound
+            if name == "relaxed":  # one chunk: the relaxation's own solver reports its progress
+                extra["progress"] = progress
             last = i == len(names) - 1
             try:
                 make = functools.partial(cls, self, problem, seed, **extra)

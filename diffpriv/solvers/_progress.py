@@ -10,7 +10,7 @@ __all__ = ["progress_bar"]
 
 @contextlib.contextmanager
 def progress_bar(show: bool = True) -> Iterator[Callable[[int, int, float], None] | None]:
-    """Yields the ``progress(done, total, kkt)`` callback of :class:`diffpriv.solvers.Optimizer`, or
+    """Yields the ``progress(done, total, gap)`` callback of :class:`diffpriv.solvers.Optimizer`, or
     ``None`` when ``show`` is false or stderr is not a terminal (so piped output stays clean)."""
     from rich.console import Console
 
@@ -21,7 +21,7 @@ def progress_bar(show: bool = True) -> Iterator[Callable[[int, int, float], None
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = (TextColumn("optimizing"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-               TextColumn("kkt {task.fields[kkt]:.1e}"), TimeElapsedColumn())
+               TextColumn("gap {task.fields[gap]:.1e}"), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=True) as bar:
-        task = bar.add_task("optimize", total=None, kkt=float("nan"))
-        yield lambda done, total, kkt: bar.update(task, completed=done, total=total, kkt=kkt)
+        task = bar.add_task("optimize", total=None, gap=float("nan"))
+        yield lambda done, total, gap: bar.update(task, completed=done, total=total, gap=gap)

@@ -66,12 +66,13 @@ class RelaxedRun:
     or column generation, as :func:`._methods.relaxes` arranges; column generation over output
     columns for at most :data:`ROUNDS` rounds where it applies), its table repaired against the
     whole ``problem``, as a :class:`._driver.Run` of one chunk. The result's method reads
-    ``"relaxation (<the relaxation's solver>)"``."""
+    ``"relaxation (<the relaxation's solver>)"``. ``progress`` goes to the relaxation's solver
+    (its rounds, where column generation runs it)."""
 
     total = 1
 
-    def __init__(self, opt, problem: Problem, seed: int):
-        self.opt, self.problem, self.seed = opt, problem, seed
+    def __init__(self, opt, problem: Problem, seed: int, *, progress=None):
+        self.opt, self.problem, self.seed, self.progress = opt, problem, seed, progress
         self.relaxed = relaxation(problem)
         if self.relaxed is None:
             raise ValueError("optimizer: the relaxation needs linear constraints beside nonlinear ones")
@@ -83,7 +84,7 @@ class RelaxedRun:
         opt = dataclasses.replace(self.opt, gap_tol=self.opt.gap_tol / TIGHTER)
         if _columns.applies(self.relaxed):  # pure pair bounds only
             opt = dataclasses.replace(opt, method="cuts", steps=ROUNDS)
-        inner = opt(self.relaxed, seed=self.seed)
+        inner = opt(self.relaxed, seed=self.seed, progress=self.progress)
         self.name, self.bound, self.table = f"relaxation ({inner.method})", inner.lower_bound, inner.table
         self.violation = np.inf  # the relaxation's table, not repaired: the problem's solvers go on
         if inner.status == Status.INFEASIBLE:  # the problem's feasible set is smaller still

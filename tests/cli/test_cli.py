@@ -577,3 +577,18 @@ def test_too_large_a_problem_is_refused_up_front(runner, tmp_path, monkeypatch, 
     assert line.startswith("inputs: 36 inputs × 36 outputs × 1 profile(s) with ldp on all pairs needs ~")
     assert "above the 1.0 MB limit; use neighbours or radius" in line
     assert not out.exists()
+
+
+def test_the_summary_names_the_linear_relaxation_where_it_settles_the_problem(runner, tmp_path):
+    """``configs/divergence.toml`` with its KL budget at 5 and ε-LDP at 0.1 beside: under
+    ``"auto"`` the linear relaxation's repaired table is within ``gap_tol``, and the summary says so
+    in words."""
+    text = (ROOT / "configs" / "divergence.toml").read_text().replace("epsilon = 0.05", "epsilon = 5.0")
+    text += '\n[[constraints]]\nkind = "ldp"\nname = "ldp"\nepsilon = 0.1\n\n[optimizer]\ngap_tol = 0.01\n'
+    out = tmp_path / "relaxed"
+    result = runner.invoke(app, ["optimize", str(_config(tmp_path, text)), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "relaxation (cuts): the linear" in " ".join(result.stdout.split()), result.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["method"] == "relaxation (cuts)" and summary["ok"]
+    assert summary["lower_bound"] <= summary["certified"] <= summary["lower_bound"] * (1 + 1e-2)

@@ -53,6 +53,21 @@ def test_a_slack_divergence_is_solved_by_the_relaxation(ldp, solver):
     assert optimum * (1 - 1e-7) <= d.certificate.loss <= optimum * (1 + 1e-3)
 
 
+def test_the_relaxations_solver_reports_its_progress():
+    """The relaxed run is one chunk; the column generation inside it reports its rounds (out of
+    :data:`ROUNDS`) to the same callback before the run's own report."""
+    from diffpriv.solvers._optimizer import Optimizer
+    from diffpriv.solvers._relaxed import ROUNDS
+
+    calls = []
+    result = Optimizer(gap_tol=1e-3)(grid(0.5, dp.LocalDP(epsilon=0.3)),
+                                     progress=lambda done, total, gap: calls.append((done, total, gap)))
+    assert result.method == "relaxation (cuts)"
+    inner = [c for c in calls if c[1] == ROUNDS]
+    assert inner and calls.index(inner[-1]) < len(calls) - 1
+    assert calls[-1][1] == 1 and calls[-1][2] <= 1e-3  # the run itself: one chunk
+
+
 def test_a_binding_divergence_goes_on_with_the_relaxations_bound():
     """KL-DP at 0.05 beside ε-LDP at 1 binds: the relaxation stops short, Clarabel solves the
     problem, and the bound is at least the relaxation's LP optimum and at most Clarabel's."""
