@@ -546,6 +546,7 @@ class MirrorRun:
         theta, lam, nu, u = average
         point = (jnp.where(self.data.mask, jnp.exp(theta), 0.0), lam,
                  jnp.exp(nu) if self.weights.epigraph else nu, u)
+
         def add(running):
             if running is None:
                 return point, 1
