@@ -407,9 +407,10 @@ def _normalised(mask, theta):
 @jax.jit(static_argnums=(4,))
 def _chunk(weights, rows, mask, nl, kinds, theta, lam, nu, u, eta, sigma):
     """``STEPS`` mirror-prox steps from ``(θ, λ, ν, u)``: the last iterate, and the average of the
-    half steps' (tables and weights averaged as probabilities: the ergodic average is what
-    mirror-prox's rate is for; with it Rényi-2 DP on a 6×6 grid under the largest entry
-    converged in 600 steps, where the last iterate alone stalled 200 % above its bound)."""
+    half steps' ``(A, λ, e^ν, u)``, tables and weights as probabilities (:func:`_averaged` gives
+    its iterate; the ergodic average is what mirror-prox's rate is for: with it Rényi-2 DP on a
+    6×6 grid under the largest entry converged in 600 steps, where the last iterate alone stalled
+    200 % above its bound)."""
 
     row_cost = _row_costs(weights.uniform(), mask)  # the steps' scales: fixed through the chunk
 
@@ -428,11 +429,18 @@ def _chunk(weights, rows, mask, nl, kinds, theta, lam, nu, u, eta, sigma):
         return new, tuple(t + h for t, h in zip(total, halves, strict=True))
 
     zero = (jnp.zeros_like(theta), jnp.zeros_like(lam), jnp.zeros_like(nu), jnp.zeros_like(u))
-    last, (a, lm, n, v) = jax.lax.fori_loop(0, STEPS, step, ((theta, lam, nu, u), zero))
-    log_nu = jnp.where(weights.active, jnp.log(jnp.maximum(n / STEPS, 1e-300)), -jnp.inf)
-    average = (_normalised(mask, jnp.log(jnp.where(mask, a, 1.0))), lm / STEPS,
-               log_nu if weights.epigraph else nu, v / STEPS)
-    return last, average
+    last, total = jax.lax.fori_loop(0, STEPS, step, ((theta, lam, nu, u), zero))
+    return last, tuple(t / STEPS for t in total)
+
+
+def _averaged(weights, mask, mean):
+    """The iterate ``(θ, λ, ν, u)`` of an average ``(A, λ, e^ν, u)`` of iterates (:func:`_chunk`):
+    the log-table and the log-weights of the averaged probabilities."""
+    a, lam, nu, u = mean
+    theta = _normalised(mask, jnp.log(jnp.where(mask, a, 1.0)))
+    if weights.epigraph:
+        nu = jnp.where(weights.active, jnp.log(jnp.maximum(nu, 1e-300)), -jnp.inf)
+    return theta, lam, nu, u
 
 
 @jax.jit(static_argnums=(5,))
@@ -454,10 +462,10 @@ def _bound(data, weights, rows, nl, true_nl, kinds, theta, lam, nu, u, eta, sigm
     theta = jax.lax.fori_loop(0, REFINE, step, theta)
     table = jnp.where(mask, jnp.exp(theta), 0.0)
     table = table / jnp.sum(table, axis=1, keepdims=True)
-    nu = jnp.exp(nu) if weights.epigraph else None
-    with_lam = lower_bound(data, scale * u, nu, worst=weights.epigraph,
+    nu, op = (jnp.exp(nu) if weights.epigraph else None), operator(data)
+    with_lam = lower_bound(data, scale * u, nu, worst=weights.epigraph, op=op,
                            linearized=linearized(true_nl, kinds, table, scale * lam))
-    return jnp.maximum(with_lam, lower_bound(data, scale * u, nu, worst=weights.epigraph))
+    return jnp.maximum(with_lam, lower_bound(data, scale * u, nu, worst=weights.epigraph, op=op))
 
 
 class MirrorRun:
@@ -502,7 +510,7 @@ class MirrorRun:
     def chunk(self) -> Chunk:
         mask, kinds = self.data.mask, self.kinds
         start = (self.theta, self.lam, self.nu, self.u)
-        (theta, lam, nu, u), average = _chunk(self.weights, self.rows, mask, self.nl, kinds, *start, self.eta,
+        (theta, lam, nu, u), mean = _chunk(self.weights, self.rows, mask, self.nl, kinds, *start, self.eta,
                                               self.sigma)
         self.done += STEPS
         worst = float(jnp.max(residuals(self.nl, kinds, jnp.where(mask, theta, -jnp.inf)), initial=0.0))
@@ -511,7 +519,7 @@ class MirrorRun:
             self.theta, self.lam, self.nu, self.u = start  # thrown off: undo, smaller steps
             self.eta, self.sigma, self.running = self.eta / 2, self.sigma / 2, None
             return Chunk(self.done, self._gap())
-        self._accumulate(average)
+        self._accumulate(mean)
         self.high = self.high + 1 if worst > OFF else 0
         if self.high >= HIGH:  # stuck above the budgets: a cycle the steps are too long for
             self.eta, self.high, self.running = self.eta / 2, 0, None
@@ -528,7 +536,8 @@ class MirrorRun:
             self.bound = max(self.bound, float(bound))
         self.table = self._table(theta)
         gap_tol, objective = self.opt.gap_tol, self.problem.objective_value(self.table)
-        for th, table in ((theta, self.table), (average[0], self._table(average[0]))):
+        average = _averaged(self.weights, mask, mean)[0]  # the chunk's average table, as log-rows
+        for th, table in ((theta, self.table), (average, self._table(average))):
             near = relative_gap(self.problem.objective_value(table), self.bound) <= gap_tol < self._gap()
             if near and self._repairable(th):
                 self._keep(table)  # near enough to be worth the certifier's repair
@@ -540,30 +549,21 @@ class MirrorRun:
             self.eta, self.sigma, self.since, self.running = self.eta / 2, self.sigma / 2, 0, None
         return Chunk(self.done, gap, Status.STALLED if self._still(STALL, 0.01, 0.5) else None)
 
-    def _accumulate(self, average) -> None:
-        """Adds a chunk's average ``(θ, λ, ν, u)`` to the running sum (tables and weights as
-        probabilities, as :func:`_chunk` averages them)."""
-        theta, lam, nu, u = average
-        point = (jnp.where(self.data.mask, jnp.exp(theta), 0.0), lam,
-                 jnp.exp(nu) if self.weights.epigraph else nu, u)
-
+    def _accumulate(self, mean) -> None:
+        """Adds a chunk's average ``(A, λ, e^ν, u)`` (:func:`_chunk`) to the running sums."""
         def add(running):
             if running is None:
-                return point, 1
+                return mean, 1
             total, count = running
-            return tuple(t + p for t, p in zip(total, point, strict=True)), count + 1
+            return tuple(t + p for t, p in zip(total, mean, strict=True)), count + 1
 
         self.running, self.whole = add(self.running), add(self.whole)
 
     def _mean(self, running):
-        """The average ``(θ, λ, ν, u)`` of the chunks' averages summed in ``running``
+        """The iterate ``(θ, λ, ν, u)`` of the chunks' averages summed in ``running``
         (:data:`BOUND_AT`)."""
-        (a, lam, nu, u), count = running
-        mask = self.data.mask
-        theta = _normalised(mask, jnp.log(jnp.where(mask, a / count, 1.0)))
-        if self.weights.epigraph:
-            nu = jnp.where(self.weights.active, jnp.log(jnp.maximum(nu / count, 1e-300)), -jnp.inf)
-        return theta, lam / count, nu, u / count
+        total, count = running
+        return _averaged(self.weights, self.data.mask, tuple(t / count for t in total))
 
     def _still(self, chunks: int, fraction: float, fall: float) -> bool:
         """Whether the last ``chunks`` chunks moved neither the bound nor the table's objective by
