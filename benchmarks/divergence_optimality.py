@@ -96,13 +96,17 @@ GRID_KINDS = {
     "kl-xdistp": lambda eps: dp.ExtendedDistP(pairs=((0, 1),), divergence="kl", epsilon=eps),
     "hellinger-xdistp-winf": lambda eps: dp.ExtendedDistP(pairs=((0, 1),), divergence="hellinger",
                                                           epsilon=eps / 4, transport="winf"),
-    "kl-dp4": "neighbours",
-    "renyi2-dp4": "neighbours",
+    "ldp-delta4": "neighbours",
+    **{f"{name}-dp4": "neighbours"
+       for name in ("kl", "reverse_kl", "chi2", "hellinger", "renyi0.5", "renyi2", "tv")},
 }
 """``--grid``: divergence DistP between two Gaussian-mixture sub-populations on an ``n × n`` grid."""
 
 
-GRID_DP = {"kl-dp4": ("kl", None, 4.0), "renyi2-dp4": ("renyi", 2.0, 4.0)}
+GRID_DP = {"kl-dp4": ("kl", None, 4.0), "reverse_kl-dp4": ("reverse_kl", None, 4.0),
+           "chi2-dp4": ("chi2", None, 6.0), "hellinger-dp4": ("hellinger", None, 1.0),
+           "renyi0.5-dp4": ("renyi", 0.5, 4.0),
+           "renyi2-dp4": ("renyi", 2.0, 4.0), "tv-dp4": ("tv", None, 1.0)}
 """Divergence DP between 4-neighbour cells (``divergence, α, budget factor``)."""
 
 
@@ -130,7 +134,9 @@ def grid_problem(kind: str, n: int, seed: int, objective: str = "expected", besi
 
     a, b = mixture(3), mixture(2)
     eps = float(rng.uniform(0.05, 0.5))
-    if kind in GRID_DP:
+    if kind == "ldp-delta4":  # approximate local DP alone (linear): δ drawn with the budget
+        constraint = dp.LocalDP(epsilon=1.0, delta=eps / 10, pairs=dp.problems.pairs_within(dom, 1.0))
+    elif kind in GRID_DP:
         name, alpha, factor = GRID_DP[kind]
         constraint = dp.DivergenceDP(divergence=name, alpha=alpha, epsilon=factor * eps,
                                      pairs=dp.problems.pairs_within(dom, 1.0))

@@ -35,7 +35,11 @@ the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``bench
   against 51 s, and 107 s on 14×14 (2.9·10⁵ entries) against 263 s (PDHG at its step limit).
   The exact solver runs while ``mixture entries / MIXTURE_ENTRIES + pair entries /
   PAIR_ENTRIES ≤ 1``: up to about 48×48 for one DistP comparison (whose LP needs ~2.5 GB) and
-  18×18 with 4-neighbour pairs, a little beyond the largest sizes measured.
+  18×18 with 4-neighbour pairs, a little beyond the largest sizes measured. Hockey-stick bounds
+  between rows (approximate local DP, TV-DP) at ``gap_tol ≥`` :data:`MIRROR_GAP_TOL` count
+  against :data:`HOCKEY_PAIR_ENTRIES` (about 9×9; 12×12 below ``gap_tol = 10⁻²``), and
+  mirror-prox runs them beyond
+  (:func:`mirror_runs`): HiGHS took 110 s on a 12×12 TV-DP grid against 12.8 s.
 * divergence and Wasserstein constraints: Clarabel's cost grows with the conic program's
   variables (table entries, and ``Y²`` per Wasserstein comparison for its coupling). At the
   default ``gap_tol`` (10⁻⁴), where the smoothed dual stalls at 3·10⁻⁴–9·10⁻⁴, Clarabel took
@@ -70,7 +74,8 @@ METHODS = {
             "f-divergences from ~8x8); "
             "else the exact reference where it is predicted "
             "faster and fits in memory (HiGHS, or Clarabel for Wasserstein constraints when cvxpy "
-            "is installed), else 'pdhg'",
+            "is installed), else 'pdhg' (mirror-prox for approximate LDP / TV-DP from ~10x10 at "
+            "gap_tol >= 1e-2, ~13x13 at gap_tol >= 1e-3)",
     "pdhg": "diffpriv's first-order solvers: restarted mirror PDHG (linear constraints; lifted "
             "to couplings for Wasserstein ones), the smoothed dual with L-BFGS (divergence "
             "DistP), mirror-prox (divergence DP between rows; DistP or approximate LDP beside), "
@@ -105,6 +110,20 @@ loads no JAX). A new solver is its run class, a line here, and a case in :func:`
 
 MIXTURE_ENTRIES = 25_000_000
 PAIR_ENTRIES = 800_000
+HOCKEY_PAIR_ENTRIES = 50_000
+HOCKEY_PAIR_ENTRIES_TIGHT = 160_000
+"""HiGHS's limit on hockey-stick bounds between rows (approximate local DP, TV-DP) where mirror-prox
+runs them (:func:`mirror_runs`), in place of :data:`PAIR_ENTRIES`: about 9×9 on 4-neighbour grids
+at ``gap_tol ≥ 10⁻²``, about 12×12 below (their LP lifts each comparison's positive parts).
+``benchmarks/divergence_optimality.py --grid`` kinds ``tv-dp4`` and ``ldp-delta4`` (seed 0), each
+alone on the 2-core CPU: HiGHS took 4.8 and 3.3 s on 8×8, 26 and 16 s on 10×10, 110 and 73 s on
+12×12, and had not finished TV-DP on 16×16 in 45 minutes; mirror-prox at ``gap_tol = 10⁻²`` took
+5.2 and 5.4 s, 8.0 and 10.4 s, 12.8 and 17.6 s (16×16: about a minute), and at ``10⁻³`` 16 and
+54 s on 10×10, 30 and 76 s on 12×12 (seed 1: 13 and 18 s, 22 and 28 s)."""
+MIRROR_GAP_TOL = 1e-3
+"""… from this ``gap_tol`` up: at 10⁻⁴ mirror-prox stopped ``stalled`` on 8×8 (2 % and 0.02 %
+above the optimum after 29,400 and 35,400 steps), took 38 s on 10×10 TV-DP against HiGHS's 26 s
+and ran out of 200,000 steps (317 s) on 10×10 approximate LDP."""
 CONVEX_VARIABLES = 85_000
 CONVEX_VARIABLES_LOOSE = 20_000
 CONVEX_VARIABLES_AL = 160_000
@@ -203,7 +222,10 @@ def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
     ny = problem.shape[2]
     kp, _, mix_nnz = _counts(problem)
     if problem.linear:
-        load = 2 * ny * mix_nnz / MIXTURE_ENTRIES + 4 * ny * kp / PAIR_ENTRIES
+        pair_entries = PAIR_ENTRIES
+        if mirror_runs(problem, gap_tol):
+            pair_entries = HOCKEY_PAIR_ENTRIES if gap_tol >= 1e-2 else HOCKEY_PAIR_ENTRIES_TIGHT
+        load = 2 * ny * mix_nnz / MIXTURE_ENTRIES + 4 * ny * kp / pair_entries
         return "highs" if load <= 1 else None
     if importlib.util.find_spec("cvxpy") is None:
         return None
@@ -217,6 +239,28 @@ def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
     else:
         limit = CONVEX_VARIABLES_LOOSE if gap_tol >= 1e-3 else CONVEX_VARIABLES
     return "clarabel" if ns * nx * ny + couplings <= limit else None
+
+
+def mirror_runs(problem, gap_tol: float) -> bool:
+    """Whether ``"auto"`` takes mirror-prox (:mod:`._mirror`) as diffpriv's solver for the linear
+    ``problem``: hockey-stick bounds between rows (approximate local DP, TV-DP), beside DistP
+    between item laws only, not the transport objective, at ``gap_tol ≥`` :data:`MIRROR_GAP_TOL`;
+    HiGHS runs it up to :data:`HOCKEY_PAIR_ENTRIES` (:func:`exact_solver`)."""
+    from diffpriv.problems._blocks import MixtureBlock, PairBlock
+
+    if not problem.linear or problem.objective.transport or gap_tol < MIRROR_GAP_TOL:
+        return False
+    blocks = problem.blocks()
+    hockey = [isinstance(b, PairBlock) and b.divergence == "hockey_stick" for b in blocks]
+    return any(hockey) and all(h or isinstance(b, MixtureBlock) for h, b in zip(hockey, blocks, strict=True))
+
+
+def _own(problem, method: str, gap_tol: float) -> str:
+    """diffpriv's own solver for ``problem`` under ``method``: mirror-prox where
+    :func:`mirror_runs` under ``"auto"``, else :func:`first_order`."""
+    if method == "auto" and mirror_runs(problem, gap_tol):
+        return "mirror"
+    return first_order(problem, "al" if method == "al" else "pdhg")
 
 
 def cuts_apply(problem) -> bool:
@@ -383,13 +427,13 @@ def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ..
             return ("columns", *(("exact",) if exact_solver(problem, gap_tol) else ()), own)
         return ("dual", "cuts") if solver == "cuts" and _dual_first(problem, own, gap_tol) else (solver, own)
     if chosen in ("pdhg", "al"):
-        return (first_order(problem, chosen),)
+        return (_own(problem, method, gap_tol),)
     if method != "auto":
         return (chosen,)
     if chosen == "exact" and _pairs_beside(problem):
         return ("exact", *_columns_beside(problem))
     rest = (cuts_solver(problem),) if chosen == "exact" and auto_cuts(problem) else ()
-    return (chosen, *rest, first_order(problem))
+    return (chosen, *rest, _own(problem, method, gap_tol))
 
 
 def solver_class(name: str):

@@ -32,7 +32,10 @@ their multipliers ``u ≥ 0`` add ``⟨u, G A⟩ − Σ δ max_y u_y`` to ``L`` 
 conjugate form: ``Σ_y max(0, h_y) = max_{0 ≤ v ≤ 1} ⟨v, h⟩``) and take projected steps on the
 violation relative to the entries each row compares, or for δ > 0 proximal ones, whose prox of
 ``δ max_y u_y`` caps the row's multipliers at a water level (:class:`Rows`, :func:`_capped`).
-The bound of :func:`._linear.lower_bound` holds with the same term.
+The bound of :func:`._linear.lower_bound` holds with the same term. With no divergence at all
+(approximate local DP or TV-DP alone, a linear problem: :func:`._methods.mirror_runs`) the
+Lagrangian has no ``λ`` block and the run is the same; HiGHS solves the LP, which lifts each
+hockey-stick's positive parts, more slowly from about 10×10 grids.
 
 **Bound.** Every chunk, a few mirror steps on ``A`` at fixed ``(λ, ν, u)`` bring ``A`` towards
 the minimiser of ``L(·, λ, ν, u)``, and the Lagrangian linearised there
@@ -223,6 +226,8 @@ def _row_costs(cost, mask):
 def _rates(mean_cost, nl, kinds, lam, sigma):
     """``(w_r [R, 1], σ_k [K, 2])``: the rows' weights and the comparisons' steps (module
     docstring), from the rows' cost scales ``mean_cost`` (:func:`_row_costs`)."""
+    if not kinds:  # linear constraints alone (:func:`._methods.mirror_runs`)
+        return mean_cost[:, None], jnp.zeros((0, 1), mean_cost.dtype)
     slope = jnp.concatenate([jnp.broadcast_to(_slope(kind, e), e.shape) for kind, e in zip(kinds, nl.eps,
                                                                                           strict=True)])
     ia, ib = jnp.concatenate(nl.ia), jnp.concatenate(nl.ib)

@@ -256,6 +256,51 @@ def test_the_running_averages_bound_converges_where_the_chunks_bounds_stalled():
     assert cert.ok and cert.loss <= optimum * (1 + 1e-2)
 
 
+def hockey_grid(n: int, tv: bool = False, objective="expected") -> dp.Problem:
+    """A linear problem of hockey-stick bounds between 4-neighbour cells of an ``n × n`` grid:
+    (0.5, 0.02)-LDP, or TV-DP at 0.1 (the hockey-stick at ε = 0)."""
+    dom = dp.Domain.grid(n, n, 1.0)
+    prior = np.random.default_rng(n).dirichlet(np.ones(n * n))
+    pairs = dp.problems.pairs_within(dom, 1.0)
+    constraint = (dp.DivergenceDP(divergence="tv", epsilon=0.1, pairs=pairs) if tv
+                  else dp.LocalDP(epsilon=0.5, delta=0.02, pairs=pairs))
+    return dp.Problem(dom, dom, dom.distances(dom), prior, constraints=(constraint,), objective=objective)
+
+
+@pytest.mark.parametrize(("tv", "objective"), [(False, "expected"), (True, "expected"), (False, "worst")])
+def test_mirror_prox_solves_hockey_stick_bounds_alone_within_gap_tol_of_highs(tv, objective):
+    """Approximate LDP or TV-DP with no divergence beside (a linear problem: the Lagrangian has
+    hockey-stick multipliers only) converges to a certified table within ``gap_tol`` of HiGHS's
+    optimum, its bound below it."""
+    from diffpriv.solvers._driver import drive
+
+    problem = hockey_grid(4, tv, objective)
+    assert problem.linear
+    optimum = dp.solvers.lp(problem).bound
+    opt = Optimizer(method="pdhg", gap_tol=1e-2)
+    result = drive(lambda: _mirror.MirrorRun(opt, problem, 0), problem, opt, 0)
+    assert result.status == "converged" and result.method == "mirror"
+    assert result.lower_bound <= optimum * (1 + 1e-7)
+    cert = dp.certify(problem, result.table)
+    assert cert.ok and optimum * (1 - 1e-7) <= cert.loss <= optimum * (1 + 1e-2)
+
+
+def test_auto_routes_large_hockey_stick_problems_to_mirror_prox_at_loose_gap_tol():
+    """HiGHS up to :data:`_methods.HOCKEY_PAIR_ENTRIES` (a larger limit below ``gap_tol =
+    10⁻²``), mirror-prox beyond, from :data:`_methods.MIRROR_GAP_TOL`; at tighter ``gap_tol``
+    HiGHS's usual limit and PDHG; pure pair bounds among them keep column generation and HiGHS;
+    ``"pdhg"`` stays PDHG."""
+    small, big = hockey_grid(8), hockey_grid(10, tv=True)
+    assert _methods.route(small, "auto", gap_tol=1e-2) == ("exact", "mirror")
+    assert _methods.route(big, "auto", gap_tol=1e-2) == ("mirror",)
+    assert _methods.route(big, "auto", gap_tol=1e-3) == ("exact", "mirror")  # HOCKEY_PAIR_ENTRIES_TIGHT
+    assert _methods.route(hockey_grid(14), "auto", gap_tol=1e-3) == ("mirror",)
+    assert _methods.route(big, "auto") == ("exact", "pdhg")  # gap_tol 1e-4: HiGHS (PAIR_ENTRIES)
+    assert _methods.route(big, "pdhg", gap_tol=1e-2) == ("pdhg",)
+    geo = dataclasses.replace(big, constraints=(*big.constraints, dp.ExtendedDP(epsilon=1.0)))
+    assert "mirror" not in _methods.route(geo, "auto", gap_tol=1e-2)  # a pure pair bound: not mirror-prox
+
+
 @float64
 def test_the_hockey_stick_prox_is_the_convex_programs_minimiser():
     """:func:`_mirror._capped` against cvxpy on random rows: ``min_{x ≥ 0} Σ (x − v)²/(2s) + δ max x``,
