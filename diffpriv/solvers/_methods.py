@@ -38,8 +38,8 @@ the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``bench
   18×18 with 4-neighbour pairs, a little beyond the largest sizes measured. Hockey-stick bounds
   between rows (approximate local DP, TV-DP) at ``gap_tol ≥`` :data:`MIRROR_GAP_TOL` count
   against :data:`HOCKEY_PAIR_ENTRIES` (about 9×9; 12×12 below ``gap_tol = 10⁻²``), and
-  mirror-prox runs them beyond
-  (:func:`mirror_runs`): HiGHS took 110 s on a 12×12 TV-DP grid against 12.8 s.
+  mirror-prox runs them beyond (:func:`mirror_runs`): HiGHS took 110 s on a 12×12 TV-DP grid
+  against 12.8 s.
 * divergence and Wasserstein constraints: Clarabel's cost grows with the conic program's
   variables (table entries, and ``Y²`` per Wasserstein comparison for its coupling). At the
   default ``gap_tol`` (10⁻⁴), where the smoothed dual stalls at 3·10⁻⁴–9·10⁻⁴, Clarabel took
@@ -244,15 +244,23 @@ def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
 def mirror_runs(problem, gap_tol: float) -> bool:
     """Whether ``"auto"`` takes mirror-prox (:mod:`._mirror`) as diffpriv's solver for the linear
     ``problem``: hockey-stick bounds between rows (approximate local DP, TV-DP), beside DistP
-    between item laws only, not the transport objective, at ``gap_tol ≥`` :data:`MIRROR_GAP_TOL`;
+    between item laws only, not the transport objective, at ``gap_tol ≥`` :data:`MIRROR_GAP_TOL`,
+    where the optimizer's standard plan fits in memory (PDHG's lean plan takes larger ones);
     HiGHS runs it up to :data:`HOCKEY_PAIR_ENTRIES` (:func:`exact_solver`)."""
     from diffpriv.problems._blocks import MixtureBlock, PairBlock
+    from diffpriv.problems._size import SizeError, solver_plan
 
     if not problem.linear or problem.objective.transport or gap_tol < MIRROR_GAP_TOL:
         return False
     blocks = problem.blocks()
     hockey = [isinstance(b, PairBlock) and b.divergence == "hockey_stick" for b in blocks]
-    return any(hockey) and all(h or isinstance(b, MixtureBlock) for h, b in zip(hockey, blocks, strict=True))
+    others = all(h or isinstance(b, MixtureBlock) for h, b in zip(hockey, blocks, strict=True))
+    if not (any(hockey) and others):
+        return False
+    try:
+        return solver_plan(problem) != "lean"
+    except SizeError:  # too large for any plan: the run's admission says so
+        return False
 
 
 def _own(problem, method: str, gap_tol: float) -> str:

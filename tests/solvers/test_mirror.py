@@ -299,6 +299,11 @@ def test_auto_routes_large_hockey_stick_problems_to_mirror_prox_at_loose_gap_tol
     assert _methods.route(big, "pdhg", gap_tol=1e-2) == ("pdhg",)
     geo = dataclasses.replace(big, constraints=(*big.constraints, dp.ExtendedDP(epsilon=1.0)))
     assert "mirror" not in _methods.route(geo, "auto", gap_tol=1e-2)  # a pure pair bound: not mirror-prox
+    with pytest.MonkeyPatch.context() as mp:  # only PDHG's lean plan fits: PDHG
+        from diffpriv.problems._size import estimate
+
+        mp.setenv("DIFFPRIV_MEMORY_LIMIT", str(estimate(big, "optimizer") - 1))
+        assert _methods.route(big, "auto", gap_tol=1e-2) == ("pdhg",)
     design = dp.design(big, gap_tol=1e-2)  # "auto", end to end: certified within gap_tol of its bound
     assert design.result.method == "mirror" and design.result.status == "converged"
     assert design.certificate.ok and design.certificate.loss <= design.result.lower_bound * (1 + 1e-2)
