@@ -84,6 +84,13 @@ def problem_for(kind: str, seed: int, objective: str = "expected") -> dp.Problem
     return problem
 
 
+GRID_DP = {"kl-dp4": ("kl", None, 4.0), "reverse_kl-dp4": ("reverse_kl", None, 4.0),
+           "chi2-dp4": ("chi2", None, 6.0), "hellinger-dp4": ("hellinger", None, 1.0),
+           "renyi0.5-dp4": ("renyi", 0.5, 4.0),
+           "renyi2-dp4": ("renyi", 2.0, 4.0), "tv-dp4": ("tv", None, 1.0)}
+"""Divergence DP between 4-neighbour cells (``divergence, α, budget factor``)."""
+
+
 GRID_KINDS = {
     "kl": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="kl", epsilon=eps),
     "reverse_kl": lambda eps: dp.DivergenceDistP(pairs=((0, 1),), divergence="reverse_kl", epsilon=eps),
@@ -96,18 +103,11 @@ GRID_KINDS = {
     "kl-xdistp": lambda eps: dp.ExtendedDistP(pairs=((0, 1),), divergence="kl", epsilon=eps),
     "hellinger-xdistp-winf": lambda eps: dp.ExtendedDistP(pairs=((0, 1),), divergence="hellinger",
                                                           epsilon=eps / 4, transport="winf"),
-    "ldp-delta4": "neighbours",
-    **{f"{name}-dp4": "neighbours"
-       for name in ("kl", "reverse_kl", "chi2", "hellinger", "renyi0.5", "renyi2", "tv")},
+    **{kind: "neighbours" for kind in (*GRID_DP, "ldp-delta4")},
 }
-"""``--grid``: divergence DistP between two Gaussian-mixture sub-populations on an ``n × n`` grid."""
-
-
-GRID_DP = {"kl-dp4": ("kl", None, 4.0), "reverse_kl-dp4": ("reverse_kl", None, 4.0),
-           "chi2-dp4": ("chi2", None, 6.0), "hellinger-dp4": ("hellinger", None, 1.0),
-           "renyi0.5-dp4": ("renyi", 0.5, 4.0),
-           "renyi2-dp4": ("renyi", 2.0, 4.0), "tv-dp4": ("tv", None, 1.0)}
-"""Divergence DP between 4-neighbour cells (``divergence, α, budget factor``)."""
+"""``--grid``: divergence DistP between two Gaussian-mixture sub-populations on an ``n × n`` grid;
+between 4-neighbour cells (``"neighbours"``), divergence DP (:data:`GRID_DP`) or approximate
+local DP alone (``ldp-delta4``: ε = 1, δ a tenth of the seed's budget)."""
 
 
 BESIDE = ("geo", "distp", "geo+delta", "distp-delta", "ldp-delta")
