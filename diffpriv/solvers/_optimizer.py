@@ -135,7 +135,7 @@ class Optimizer(Options):
     def _check(name: str, problem: Problem, init) -> None:
         """Raises the one-line errors of a run ``name`` cannot do: a warm start where only PDHG
         continues a run, a nonlinear problem too large for the float64 solvers."""
-        if init is not None and name in ("exact", "cuts", "columns", "transport cuts", "linear al"):
+        if init is not None and name in ("exact", "cuts", "columns", "transport cuts", "linear al", "mirror"):
             raise ValueError("init: warm starts need method 'pdhg'")
         if init is not None and not problem.linear:
             raise ValueError("init: warm starts need linear constraints (method 'pdhg')")

@@ -272,13 +272,10 @@ def test_mirror_prox_solves_hockey_stick_bounds_alone_within_gap_tol_of_highs(tv
     """Approximate LDP or TV-DP with no divergence beside (a linear problem: the Lagrangian has
     hockey-stick multipliers only) converges to a certified table within ``gap_tol`` of HiGHS's
     optimum, its bound below it."""
-    from diffpriv.solvers._driver import drive
-
     problem = hockey_grid(4, tv, objective)
     assert problem.linear
     optimum = dp.solvers.lp(problem).bound
-    opt = Optimizer(method="pdhg", gap_tol=1e-2)
-    result = drive(lambda: _mirror.MirrorRun(opt, problem, 0), problem, opt, 0)
+    result = Optimizer(method="mirror", gap_tol=1e-2)(problem)
     assert result.status == "converged" and result.method == "mirror"
     assert result.lower_bound <= optimum * (1 + 1e-7)
     cert = dp.certify(problem, result.table)
@@ -304,6 +301,11 @@ def test_auto_routes_large_hockey_stick_problems_to_mirror_prox_at_loose_gap_tol
 
         mp.setenv("DIFFPRIV_MEMORY_LIMIT", str(estimate(big, "optimizer") - 1))
         assert _methods.route(big, "auto", gap_tol=1e-2) == ("pdhg",)
+    assert _methods.route(small, "mirror") == ("mirror",)  # named: wherever it applies
+    with pytest.raises(ValueError, match="optimizer.method: 'mirror' needs"):
+        _methods.route(geo, "mirror")
+    with pytest.raises(ValueError, match="init: warm starts need method 'pdhg'"):
+        Optimizer(method="mirror")(small, init=np.full(small.shape, 1 / small.shape[2]))
     design = dp.design(big, gap_tol=1e-2)  # "auto", end to end: certified within gap_tol of its bound
     assert design.result.method == "mirror" and design.result.status == "converged"
     assert design.certificate.ok and design.certificate.loss <= design.result.lower_bound * (1 + 1e-2)
