@@ -110,6 +110,20 @@ prior (a Gaussian mixture's far cells) otherwise took long steps and their compa
 multiplier steps: Rényi-2 DP on a 16×16 grid (seed 4, ``gap_tol = 10⁻³``, the gradient not yet
 centred) cycled 43 % above a budget without this floor and 6 % with it."""
 
+LINEAR_COST_FLOOR = 1.0
+"""… and with no divergence (approximate local DP or TV-DP alone), at least the rows' mean: a
+divergence's multipliers add their weight to each row they compare (:func:`_rates`), the
+hockey-stick's do not, so a row of no prior had nothing to slow its steps. On the Sacramento sales
+binned on a 10×10 grid (half the cells hold no sale; ``benchmarks/divergence_optimality.py --grid
+10 --real``) the run with :data:`COST_FLOOR` stalled 35–190 % above HiGHS's optimum, its last
+table 7× over the budget between an empty cell and its neighbours, its average still 1.1× after
+8,000 steps; with this floor, TV-DP and approximate LDP (seeds 0, 1) converged in 1,800–11,200
+steps (2.5–14.5 s), and the Gaussian-mixture grids in about the same time as before (5 runs,
+10×10 and 16×16, all converged: 70 s in all against 61 s). On divergence DP a floor of 1 did not
+help: of five Sacramento runs (10×10) that stalled with 10⁻² (1.1–2.7 % gaps), four stalled
+again (1.1–2.9 %), and Rényi-2 DP with approximate LDP beside on a 16×16 Gaussian-mixture grid
+(seed 1) stalled 16 % above its bound, against 3.9 %."""
+
 STEPS, REFINE = 200, 100
 """Mirror-prox steps per compiled chunk; mirror steps at fixed multipliers before each bound."""
 
@@ -213,10 +227,12 @@ def _slope(kind: Kind, eps):
     return 1.0 / jnp.maximum(eps, SCALE_FLOOR)
 
 
-def _row_costs(cost, mask):
-    """``[R]``: each row's mean cost on its support, at least :data:`COST_FLOOR` of their mean."""
+def _row_costs(cost, mask, kinds):
+    """``[R]``: each row's mean cost on its support, at least :data:`COST_FLOOR` of their mean
+    (:data:`LINEAR_COST_FLOOR` with no divergence ``kinds``)."""
     mean_cost = jnp.sum(jnp.where(mask, cost, 0.0), axis=1) / jnp.maximum(jnp.sum(mask, axis=1), 1)
-    return jnp.maximum(mean_cost, COST_FLOOR * jnp.maximum(jnp.mean(mean_cost), 1e-300))
+    floor = COST_FLOOR if kinds else LINEAR_COST_FLOOR
+    return jnp.maximum(mean_cost, floor * jnp.maximum(jnp.mean(mean_cost), 1e-300))
 
 
 def _rates(mean_cost, nl, kinds, lam, sigma):
@@ -348,14 +364,14 @@ CAP_PASSES = 100
 until it stops: a row has at most ``Y`` of them)."""
 
 
-def _rows(data, rate_cost, tight: float) -> tuple[Rows, jax.Array]:
+def _rows(data, rate_cost, kinds, tight: float) -> tuple[Rows, jax.Array]:
     """``(rows, u = 0)``: :class:`Rows` of ``data``'s linear constraints, budgets tightened by
-    ``tight`` (relative)."""
+    ``tight`` (relative); ``kinds``: the run's divergences (:func:`_row_costs`)."""
     op = operator(tighten(data, rel=tight))
     size = op._replace(c_q=-op.c_q, mix=jnp.abs(op.mix))
     square = op._replace(c_p=op.c_p**2, c_q=-op.c_q**2, mix=op.mix**2)
     norm = square.apply(jnp.ones((op.n_rows, 1)))
-    rate = size.apply(_row_costs(rate_cost, data.mask)[:, None]) / jnp.maximum(norm, 1e-300)
+    rate = size.apply(_row_costs(rate_cost, data.mask, kinds)[:, None]) / jnp.maximum(norm, 1e-300)
     delta = op.delta if bool(jnp.any(op.delta > 0)) else op.delta[:0]
     return Rows(op, size, rate, delta), jnp.zeros((rate.shape[0], data.mask.shape[1]))
 
@@ -413,7 +429,7 @@ def _chunk(weights, rows, mask, nl, kinds, theta, lam, nu, u, eta, sigma):
     6×6 grid under the largest entry converged in 600 steps, where the last iterate alone stalled
     200 % above its bound)."""
 
-    row_cost = _row_costs(weights.uniform(), mask)  # the steps' scales: fixed through the chunk
+    row_cost = _row_costs(weights.uniform(), mask, kinds)  # the steps' scales: fixed through the chunk
 
     def step(_, carry):
         (th, lm, n, v), total = carry
@@ -455,7 +471,7 @@ def _bound(data, weights, rows, nl, true_nl, kinds, theta, lam, nu, u, eta, sigm
     mask = data.mask
     cost = weights.cost(nu)
     full = rows.pull(u, cost)
-    weight, _ = _rates(_row_costs(weights.uniform(), mask), nl, kinds, lam, sigma)
+    weight, _ = _rates(_row_costs(weights.uniform(), mask, kinds), nl, kinds, lam, sigma)
 
     def step(_, th):
         return _move(mask, th, _gradient(full, mask, nl, kinds, th, lam)[0], cost, weight, eta)
@@ -495,7 +511,7 @@ class MirrorRun:
         top = jnp.max(jnp.where(mask, cost, 0.0), axis=1, keepdims=True)
         self.theta = _normalised(mask, -3.0 * cost / jnp.maximum(top, 1e-300))
         self.lam = jnp.zeros((self.nl.size, 2))
-        self.rows, self.u = _rows(self.data, self.weights.uniform(), tight)
+        self.rows, self.u = _rows(self.data, self.weights.uniform(), self.kinds, tight)
         if init is not None:
             self.theta, self.lam, self.nu, self.u = init
         self.eta, self.sigma = ETA, SIGMA

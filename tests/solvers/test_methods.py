@@ -26,8 +26,8 @@ def _kl(n_in: int = 5, eps: float = 0.1) -> dp.Problem:
 def test_the_options_allow_exactly_the_methods_of_the_table():
     assert typing.get_args(typing.get_type_hints(Options)["method"]) == tuple(METHODS)
     assert Options().method == "auto"
-    with pytest.raises(ValueError, match=r"^optimizer.method: must be 'auto', 'pdhg', 'cuts', 'mirror', 'al' or "
-                                         r"'exact', got 'lp'$"):
+    with pytest.raises(ValueError, match=r"^optimizer.method: must be 'auto', 'pdhg', 'cuts', 'mirror', "
+                                         r"'al' or 'exact', got 'lp'$"):
         Options(method="lp")
 
 
