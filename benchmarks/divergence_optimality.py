@@ -175,10 +175,9 @@ def real_problem(kind: str, n: int, seed: int, objective: str = "expected") -> d
     sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "experiments"))
     from sacramento import sparse_problem
 
-    problem = sparse_problem(n, GRID_KINDS["kl"](1.0), OBJECTIVES[objective]())
-    cells = dp.Domain.grid(n, n, 1.0)  # neighbours in cells: the km grid's spacing is not 1
+    cells = dp.Domain.grid(n, n, 1.0)  # neighbours in cells (the km grid's spacing is not 1)
     constraint = grid_constraint(kind, cells, REAL_BUDGETS[seed % len(REAL_BUDGETS)])
-    return dataclasses.replace(problem, constraints=(constraint,))
+    return sparse_problem(n, constraint, OBJECTIVES[objective]())
 
 
 def run(kind: str, seed: int, objective: str = "expected", *, grid: int = 0, gap_tol: float | None = None,
@@ -228,9 +227,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-reference", action="store_true", help="skip Clarabel (large grids)")
     ap.add_argument("--real", action="store_true",
                     help="with --grid: the Sacramento sales (sparse laws: expensive vs cheap homes, or "
-                         "between "
-                         "4-neighbour cells for the -dp4 kinds) instead "
-                         "of Gaussian mixtures; seed i takes budget REAL_BUDGETS[i]")
+                         "4-neighbour cells for the -dp4 kinds) instead of Gaussian mixtures; seed i "
+                         "takes budget REAL_BUDGETS[i]")
     ap.add_argument("--method", default="cuts",
                     help="the optimizer's method: 'cuts' (default; falls back to the first-order "
                          "solvers where it does not apply, e.g. Wasserstein), 'pdhg', 'al'")
