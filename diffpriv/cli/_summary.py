@@ -112,8 +112,12 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
         rows.append(("steps, seed", f"{s['steps']} ({s['stop']}), seed {s['seed']}"))
     if "presolve" in s:
         (xi, nx), (yi, ny) = s["presolve"]["inputs"], s["presolve"]["outputs"]
-        rows.append(("presolve", f"solved on {xi} of {nx} inputs and {yi} of {ny} outputs (the rest carry "
-                                 "no prior, law or allowed output; certified whole)"))
+        text = (f"solved on {xi} of {nx} inputs and {yi} of {ny} outputs (the rest carry no prior, law or "
+                "allowed output; certified whole)")
+        if "constraints" in s["presolve"]:
+            kept, n = s["presolve"]["constraints"]
+            text += f"; {n - kept} of {n} constraints left out, as every table meets them (certified too)"
+        rows.append(("presolve", text))
     if s.get("plan") == "lean":
         rows.append(("solver plan", "lean: float32, no averages, no polishing (the standard "
                                     "plan needs more memory than the limit)"))

@@ -30,9 +30,10 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from diffpriv.measures._divergences import DIVERGENCES as MEASURES
 from diffpriv.measures._divergences import NAMES
 
-__all__ = ["DIVERGENCES", "PairBlock", "MixtureBlock", "Block", "Budgets", "budgets"]
+__all__ = ["DIVERGENCES", "PairBlock", "MixtureBlock", "Block", "Budgets", "budgets", "vacuous"]
 
 DIVERGENCES = ("max", "hockey_stick", *(n for n in NAMES if n != "max"), "wasserstein")
 """Divergences a block can be measured in (the first two are linear in the table; the others of
@@ -245,3 +246,17 @@ def row_divergences(blocks: tuple[Block, ...]) -> bool:
 
     return any(scalar_pair(b) for b in blocks) and all(
         scalar_pair(b) or (b.linear and isinstance(b, MixtureBlock)) for b in blocks)
+
+
+def vacuous(block: Block) -> np.ndarray:
+    """``[K]`` bool: the comparisons of ``block`` that every pair of laws meets, whatever the
+    table: a hockey-stick at ``δ ≥ 1`` (``Σ_y max(0, P − e^ε Q) ≤ Σ_y P = 1``), a divergence
+    bounded by 1 (TV, squared Hellinger) at a budget ``≥ 1``, a Wasserstein budget at least the
+    ground metric's largest distance (``W_μ(P, Q)`` never exceeds it)."""
+    if block.divergence == "hockey_stick":
+        return np.full(block.size, block.delta >= 1.0)
+    if block.divergence == "wasserstein":
+        return block.eps >= np.max(block.ground, initial=0.0)
+    if block.divergence in MEASURES and MEASURES[block.divergence].bounded:
+        return block.eps >= 1.0
+    return np.zeros(block.size, bool)

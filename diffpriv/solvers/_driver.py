@@ -127,7 +127,8 @@ class OptimizeResult:
         for it left out (that is in ``compile_seconds``).
       presolve: ``{"inputs": [kept, all], "outputs": [kept, all]}`` where presolve dropped
         rows or outputs before the solver ran (:mod:`diffpriv.solvers._presolve`; ``table`` is of
-        the whole problem), else ``None``.
+        the whole problem), with ``"constraints": [kept, all]`` where it dropped constraints
+        every table meets, else ``None``.
       method: the solver that ran: ``"pdhg"``, ``"transport pdhg"``, ``"dual"``, ``"mirror"``,
         ``"cuts"``, ``"al"``, or an exact one (``"highs"``, ``"clarabel"``:
         :mod:`diffpriv.solvers._exact`, ``steps`` 0, ``lower_bound`` from the solver's multipliers,

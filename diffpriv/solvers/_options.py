@@ -48,7 +48,8 @@ class Options:
                        ge=0, le=10.0)
     polish: bool = _f(True, "project the final table onto its guessed active face")
     presolve: bool = _f(True, "drop the rows no prior or compared law weighs, and the outputs no row "
-                        "may use, before the solver runs (put back exactly for certification)")
+                        "may use, before the solver runs (put back exactly for certification); "
+                        "under method 'auto', also the constraints every table meets")
 
     def __post_init__(self):
         self.check()

@@ -15,6 +15,17 @@ The reduced problem's comparisons are the whole problem's, restricted (not rebui
 constraints, whose budgets — e.g. extended DistP's ``ε·W`` — are computed once, on the whole
 problem). A dropped row is put back sending all its mass to its least-loss allowed output; the
 certificate is always of the whole problem.
+
+First, a constraint every table meets (:func:`~diffpriv.problems._blocks.vacuous` on each of its
+comparisons: a TV budget ``≥ 1`` (a hockey-stick at ``δ ≥ 1``), a squared-Hellinger one ``≥ 1``, a
+Wasserstein budget at least the outputs' largest distance) is dropped: it leaves the feasible set
+as it is, while a solver that tightens budgets to land inside them would solve another problem
+(mirror-prox on TV-DP at budget 1 on the Sacramento sales stopped ``"stalled"`` 0.025 km above
+the optimum of 0, with a bound of 0). :class:`._optimizer.Optimizer` drops them under ``method =
+"auto"`` only (an explicit method solves every constraint as given), and the batches of
+:func:`._optimizer.solve_batch` and :func:`._optimizer.solve_budgets` never
+(``constraints=False``): the first scales the budgets after presolve, the second needs the same
+constraints at every budget.
 """
 
 from __future__ import annotations
@@ -23,10 +34,10 @@ import dataclasses
 
 import numpy as np
 
-from diffpriv.problems._blocks import MixtureBlock
+from diffpriv.problems._blocks import MixtureBlock, vacuous
 from diffpriv.problems._problem import Domain, Item, Problem
 
-__all__ = ["Presolved", "presolve"]
+__all__ = ["Presolved", "presolve", "without_vacuous"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -41,9 +52,12 @@ class Presolved:
 
     @property
     def kept(self) -> dict[str, list[int]]:
-        """``{"inputs": [kept, all], "outputs": [kept, all]}`` (what a result records)."""
-        return {"inputs": [int(self.rows.size), self.full.shape[1]],
+        """``{"inputs": [kept, all], "outputs": [kept, all]}`` (what a result records), and
+        ``"constraints": [kept, all]`` where some were dropped."""
+        kept = {"inputs": [int(self.rows.size), self.full.shape[1]],
                 "outputs": [int(self.outs.size), self.full.shape[2]]}
+        n, m = len(self.problem.constraints), len(self.full.constraints)
+        return kept if n == m else {**kept, "constraints": [n, m]}
 
     def restore(self, table: np.ndarray) -> np.ndarray:
         """The whole problem's table ``[S, X, Y]`` of a reduced one: its entries in place, a
@@ -64,9 +78,34 @@ class Presolved:
         return np.where(total > 0, part / np.where(total > 0, total, 1.0), 1.0 / part.shape[-1])
 
 
-def presolve(problem: Problem) -> Presolved | None:
+def presolve(problem: Problem, *, constraints: bool = True) -> Presolved | None:
     """The reduction of ``problem`` (module docstring), or ``None`` when nothing can be dropped
-    (a comparison of rows, the transport objective, or every row and output in use)."""
+    (no constraint every table meets, and a comparison of rows, the transport objective, or
+    every row and output in use); ``constraints=False`` keeps every constraint."""
+    loose = without_vacuous(problem) if constraints else problem
+    reduced = _rows_and_outputs(loose)
+    if reduced is not None:
+        return Presolved(problem, *reduced)
+    if loose is problem:
+        return None
+    return Presolved(problem, loose, np.arange(problem.shape[1]), np.arange(problem.shape[2]))
+
+
+def without_vacuous(problem: Problem) -> Problem:
+    """``problem`` without the constraints every table meets (module docstring); ``problem``
+    itself where there are none."""
+    blocks = problem.blocks()
+    binding = {b.constraint for b in blocks if not vacuous(b).all()}
+    gone = {b.constraint for b in blocks} - binding
+    if not gone:
+        return problem
+    return dataclasses.replace(problem, constraints=tuple(
+        c for i, c in enumerate(problem.constraints) if i not in gone))
+
+
+def _rows_and_outputs(problem: Problem) -> tuple[Problem, np.ndarray, np.ndarray] | None:
+    """``(reduced problem, rows, outputs)`` without the rows and outputs nothing sees (module
+    docstring), or ``None`` where there are none."""
     blocks = problem.blocks()
     if problem.objective.transport or not all(isinstance(b, MixtureBlock) for b in blocks):
         return None
@@ -79,7 +118,7 @@ def presolve(problem: Problem) -> Presolved | None:
         outs = np.flatnonzero(problem.support_mask()[:, rows].any(axis=(0, 1)))
     if rows.size == problem.shape[1] and outs.size == problem.shape[2]:
         return None
-    return Presolved(problem, _reduced(problem, rows, outs), rows, outs)
+    return _reduced(problem, rows, outs), rows, outs
 
 
 def _subset(domain: Domain, keep: np.ndarray) -> Domain:

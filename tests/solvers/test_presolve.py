@@ -175,3 +175,89 @@ def test_step_bytes_follow_the_presolved_table():
     assert dp.solvers.step_bytes(sparse) < large * (kept / 144 + 0.1)
     r = dp.optimize(sparse, method="pdhg", gap_tol=1e-2)
     assert 0 < r.polish_seconds < r.seconds
+
+
+def test_vacuous_comparisons_are_met_by_every_table():
+    """``vacuous`` marks exactly the comparisons no table can break: TV or squared Hellinger at
+    1 or more, Wasserstein at the outputs' largest distance or more; checked against the
+    certifier's levels on extreme and random tables (its ``ok`` keeps a rounding margin, so a
+    level of exactly 1 at a budget of 1 is mixed a little by the repair)."""
+    from diffpriv.problems._blocks import vacuous
+
+    dom = dp.Domain.grid(3, 3, 1.0)
+    near = dp.problems.pairs_within(dom, 1.0)
+    prior = np.full(9, 1 / 9)
+    cases = [(dp.DivergenceDP(divergence="tv", epsilon=1.0, pairs=near), True),
+             (dp.DivergenceDP(divergence="tv", epsilon=0.99, pairs=near), False),
+             (dp.DivergenceDP(divergence="hellinger", epsilon=1.0, pairs=near), True),
+             (dp.DivergenceDP(divergence="hellinger", epsilon=0.9, pairs=near), False),
+             (dp.DivergenceDP(divergence="kl", epsilon=50.0, pairs=near), False),
+             (dp.WassersteinDP(epsilon=3.0, pairs=near), True),  # the diagonal is 2.83
+             (dp.WassersteinDP(epsilon=2.8, pairs=near), False)]
+    rng = np.random.default_rng(0)
+    one_hot = np.eye(9)[None]  # every row on its own cell: TV 1, Hellinger 1, W the distance
+    corner = np.zeros((1, 9, 9))
+    corner[0, ::2, 0], corner[0, 1::2, 8] = 1.0, 1.0  # rows on opposite corners
+    for c, expected in cases:
+        p = dp.Problem(dom, dom, dom.distances(dom), prior, constraints=(c,))
+        marks = np.concatenate([vacuous(b) for b in p.blocks()])
+        assert marks.all() == expected and (marks.any() == expected), c
+        tables = (one_hot, corner, rng.dirichlet(np.full(9, 0.1), size=(1, 9)))
+        margins = [dp.certify(p, t).constraints[0].margin for t in tables]
+        if expected:
+            assert min(margins) >= -1e-12, (c, margins)
+            fixed = dp.certify(p, one_hot, repair=True)
+            assert fixed.ok and fixed.repair_t < 1e-9
+        else:
+            assert min(margins) < -1e-3, (c, margins)
+
+
+def test_auto_leaves_out_what_every_table_meets():
+    """TV-DP at budget 1 between 4-neighbour cells of a 10×10 grid with the prior on 4 cells
+    (where mirror-prox would tighten it and stall above the optimum of 0) beside a binding DistP:
+    ``"auto"`` solves DistP alone, at the whole problem's optimum by the LP reference (which keeps
+    the TV rows); an explicit method keeps the constraint."""
+    n = 10
+    dom = dp.Domain.grid(n, n, 1.0)
+    rng = np.random.default_rng(1)
+    a, b = np.zeros(n * n), np.zeros(n * n)
+    a[[0, 11, 45]], b[[45, 78, 99]] = rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(3))
+    tv = dp.DivergenceDP(divergence="tv", epsilon=1.0, pairs=dp.problems.pairs_within(dom, 1.0))
+    p = dp.Problem(dom, dom, dom.distances(dom), (a + b) / 2, items=(dp.Item("a", a), dp.Item("b", b)),
+                   constraints=(tv, dp.DistP(((0, 1),), 1.0)))
+    ref = dp.solvers.lp(p).value
+    assert ref > 0.1  # DistP binds
+    d = dp.design(p, gap_tol=1e-2)
+    assert d.result.presolve["constraints"] == [1, 2] and d.result.presolve["inputs"][0] == 5
+    assert d.certificate.ok and d.result.status == "converged"
+    assert d.certificate.loss == pytest.approx(ref, rel=1e-6)
+    assert d.result.lower_bound <= ref * (1 + 1e-9)
+    alone = dataclasses.replace(p, constraints=(tv,))
+    zero = dp.design(alone, gap_tol=1e-2)
+    assert zero.result.status == "converged" and zero.certificate.ok and zero.certificate.loss < 1e-9
+    kept = dp.optimize(p, method="pdhg", gap_tol=1e-2)
+    assert kept.presolve is None or "constraints" not in kept.presolve
+
+
+def test_the_cli_says_which_constraints_were_left_out(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from diffpriv.cli import app
+
+    config = tmp_path / "vacuous.toml"
+    config.write_text(SPARSE_TOML.replace('method = "pdhg"', 'method = "auto"') + """
+[[constraints]]
+kind = "divergence_dp"
+divergence = "tv"
+epsilon = 1.0
+neighbours = "grid4"
+""")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["optimize", str(config), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["presolve"] == {"inputs": [5, 36], "outputs": [36, 36], "constraints": [1, 2]}
+    assert "1 of 2 constraints left out" in " ".join(result.stdout.replace("│", " ").split())  # wrapped
+    assert summary["ok"] and summary["stop"] == "converged"
