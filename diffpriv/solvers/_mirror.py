@@ -111,7 +111,8 @@ prior (a Gaussian mixture's far cells) otherwise took long steps and their compa
 multiplier steps: Rényi-2 DP on a 16×16 grid (seed 4, ``gap_tol = 10⁻³``, the gradient not yet
 centred) cycled 43 % above a budget without this floor and 6 % with it. A floor of 0.1 was tried
 for real, sparse data and not kept: on the Sacramento sales (10×10 cells, half of them empty,
-25 divergence-DP runs) it converged 24 against 22 and took 133 s against 240 s, but KL-DP at
+25 divergence-DP runs, both with the tightening loosened when stuck: :data:`LOOSEN`) it converged
+24 against 22 and took 133 s against 240 s, but KL-DP at
 ε = 1 on a 5×5 grid with the prior on 5 cells (seed 3) then cycled 18 % over a budget for
 100,000 steps and ended 3.6× above Clarabel's optimum, where 10⁻² converges (with 10⁻² for the
 multipliers' steps alone it cycled the same)."""
