@@ -528,7 +528,7 @@ class MirrorRun:
         self.data = linear_data(problem, nonlinear=True)
         self.true_nl, self.kinds = divergence_data(problem, self.data.cost.shape[0])
         self.tight = tight = TIGHTEN * min(opt.gap_tol, 1e-2)
-        self.loosest = tight / LOOSEN**LOOSENINGS
+        self.loosened = 0  # times the tightening was loosened (LOOSEN)
         self.nl = self.true_nl._replace(eps=tuple(e * (1.0 - tight) for e in self.true_nl.eps))
         mask = self.data.mask
         self.weights, self.nu, self.scale = _weights(problem, self.data)
@@ -591,7 +591,7 @@ class MirrorRun:
             self.eta, self.sigma, self.since, self.running = self.eta / 2, self.sigma / 2, 0, None
         if not self._still(STALL, 0.01, 0.5):
             return Chunk(self.done, gap)
-        if worst <= self.tight and self.tight > self.loosest * (1 + 1e-9):  # held back by the tightening
+        if worst <= self.tight and self.loosened < LOOSENINGS:  # held back by the tightening
             self._loosen()
             return Chunk(self.done, gap)
         return Chunk(self.done, gap, Status.STALLED)
@@ -599,7 +599,7 @@ class MirrorRun:
     def _loosen(self) -> None:
         """Tightens the budgets :data:`LOOSEN` times less (:data:`TIGHTEN`) and starts the stall's
         count afresh."""
-        self.tight /= LOOSEN
+        self.tight, self.loosened = self.tight / LOOSEN, self.loosened + 1
         self.nl = self.true_nl._replace(eps=tuple(e * (1.0 - self.tight) for e in self.true_nl.eps))
         self.rows = _rows(self.data, self.weights.uniform(), self.kinds, self.tight)[0]
         self.since, self.running, self.trace = 0, None, []

@@ -88,7 +88,7 @@ class Optimizer(Options):
         """
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
-        pre = presolve(problem, constraints=self.method == "auto") if self.presolve else None
+        pre = presolve(problem, vacuous=self.method == "auto") if self.presolve else None
         if pre is None:
             return self._run(problem, seed, init, progress)
         result = self._run(pre.problem, seed, _restricted(pre, init), progress)
@@ -214,7 +214,7 @@ def solve_batch(problem: Problem, eps_scales, *, steps: int = 20_000, seed: int 
     opt = Optimizer(steps=steps, **options)
     if opt.method not in ("auto", "pdhg"):
         raise ValueError("optimizer.method: solve_batch runs 'pdhg' only ('auto' runs it too)")
-    pre = presolve(problem, constraints=False) if opt.presolve else None
+    pre = presolve(problem) if opt.presolve else None
     if pre is None:
         return _solve_batch(opt, problem, eps_scales, seed)
     tables, bounds = _solve_batch(opt, pre.problem, eps_scales, seed)
@@ -274,7 +274,7 @@ def solve_budgets(problems, *, steps: int = 20_000, seed: int = 0, shard: bool =
     problems = list(problems)
     if not problems or not all(p.linear for p in problems):
         raise ValueError("solve_budgets: needs one or more problems with linear constraints")
-    pre = [presolve(p, constraints=False) for p in problems] if opt.presolve else [None] * len(problems)
+    pre = [presolve(p) for p in problems] if opt.presolve else [None] * len(problems)
     if pre[0] is None or any(p is None for p in pre):
         return _batch_linear(opt, problems, seed, shard)
     tables, bounds = _batch_linear(opt, [p.problem for p in pre], seed, shard)

@@ -227,7 +227,7 @@ def step_bytes(problem: Problem, omega: float = 0.1, omega_range: float = 9.0) -
     copy bandwidth: ``benchmarks/scaling.py`` sets both beside each other)."""
     from diffpriv.solvers._presolve import presolve
 
-    pre = presolve(problem)
+    pre = presolve(problem, vacuous=True)  # as "auto" runs it
     problem = problem if pre is None else pre.problem
     lean = solver_plan(problem) == "lean"
     data, true_data = _data(problem, lean)

@@ -21,11 +21,11 @@ comparisons: a TV budget ``≥ 1`` (a hockey-stick at ``δ ≥ 1``), a squared-H
 Wasserstein budget at least the outputs' largest distance) is dropped: it leaves the feasible set
 as it is, while a solver that tightens budgets to land inside them would solve another problem
 (mirror-prox on TV-DP at budget 1 on the Sacramento sales stopped ``"stalled"`` 0.025 km above
-the optimum of 0, with a bound of 0). :class:`._optimizer.Optimizer` drops them under ``method =
-"auto"`` only (an explicit method solves every constraint as given), and the batches of
-:func:`._optimizer.solve_batch` and :func:`._optimizer.solve_budgets` never
-(``constraints=False``): the first scales the budgets after presolve, the second needs the same
-constraints at every budget.
+the optimum of 0, with a bound of 0). Only where asked (``vacuous=True``):
+:class:`._optimizer.Optimizer` asks under ``method = "auto"`` (an explicit method solves every
+constraint as given); the batches of :func:`._optimizer.solve_batch` and
+:func:`._optimizer.solve_budgets` do not (the first scales the budgets after presolve, the second
+needs the same constraints at every budget).
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ import dataclasses
 
 import numpy as np
 
-from diffpriv.problems._blocks import MixtureBlock, vacuous
+from diffpriv.problems._blocks import MixtureBlock
+from diffpriv.problems._blocks import vacuous as met_by_all
 from diffpriv.problems._problem import Domain, Item, Problem
 
-__all__ = ["Presolved", "presolve", "without_vacuous"]
+__all__ = ["Presolved", "presolve"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -78,11 +79,11 @@ class Presolved:
         return np.where(total > 0, part / np.where(total > 0, total, 1.0), 1.0 / part.shape[-1])
 
 
-def presolve(problem: Problem, *, constraints: bool = True) -> Presolved | None:
+def presolve(problem: Problem, *, vacuous: bool = False) -> Presolved | None:
     """The reduction of ``problem`` (module docstring), or ``None`` when nothing can be dropped
-    (no constraint every table meets, and a comparison of rows, the transport objective, or
-    every row and output in use); ``constraints=False`` keeps every constraint."""
-    loose = without_vacuous(problem) if constraints else problem
+    (a comparison of rows, the transport objective, or every row and output in use, and, with
+    ``vacuous``, no constraint every table meets)."""
+    loose = _without_vacuous(problem) if vacuous else problem
     reduced = _rows_and_outputs(loose)
     if reduced is not None:
         return Presolved(problem, *reduced)
@@ -91,11 +92,11 @@ def presolve(problem: Problem, *, constraints: bool = True) -> Presolved | None:
     return Presolved(problem, loose, np.arange(problem.shape[1]), np.arange(problem.shape[2]))
 
 
-def without_vacuous(problem: Problem) -> Problem:
+def _without_vacuous(problem: Problem) -> Problem:
     """``problem`` without the constraints every table meets (module docstring); ``problem``
     itself where there are none."""
     blocks = problem.blocks()
-    binding = {b.constraint for b in blocks if not vacuous(b).all()}
+    binding = {b.constraint for b in blocks if not met_by_all(b).all()}
     gone = {b.constraint for b in blocks} - binding
     if not gone:
         return problem
