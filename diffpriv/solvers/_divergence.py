@@ -50,6 +50,7 @@ from diffpriv.solvers._divergence_levels import (
     exact_potentials,
     line_potentials,
     log_lift,
+    symmetric,
     wasserstein_1d,
 )
 from diffpriv.solvers._linear import LinearData, operator, sparse_matrix
@@ -165,8 +166,9 @@ def _potentials(p, q, points, ground, mu):
 
 def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, ground, ia, ib, log_rows, minorant: bool):
     """``[K, 2]`` normalised residuals ``g_k`` of both directions (the second is −1 when the
-    comparison is directed). ``minorant`` (static): a Wasserstein group as its linear minorant by
-    feasible potentials (module docstring), also on a line. A group of row pairs (``ia``
+    comparison is directed; a symmetric divergence is computed once, half the work of the
+    mirror-prox step on squared-Hellinger DP). ``minorant`` (static): a Wasserstein group as its
+    linear minorant by feasible potentials (module docstring), also on a line. A group of row pairs (``ia``
     non-empty: static) gathers its rows instead of lifting through the dense weights."""
     if ia.shape[0]:
         lp, lq = log_rows[ia], log_rows[ib]
@@ -187,8 +189,8 @@ def _group_residuals(kind: Kind, wa, wb, eps, both, order, points, ground, ia, i
     target = _phi(kind, eps)
     scale = jnp.maximum(target, SCALE_FLOOR)
     fwd = (_phi(kind, level(lp, lq)) - target) / scale
-    bwd = jnp.where(both, (_phi(kind, level(lq, lp)) - target) / scale, -1.0)
-    return jnp.stack([fwd, bwd], axis=1)
+    back = fwd if symmetric(*kind) else (_phi(kind, level(lq, lp)) - target) / scale  # static
+    return jnp.stack([fwd, jnp.where(both, back, -1.0)], axis=1)
 
 
 def residuals(dd: DivergenceData, kinds: tuple[Kind, ...], log_rows, *, minorant: bool = False) -> jax.Array:

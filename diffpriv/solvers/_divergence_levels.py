@@ -47,7 +47,7 @@ from diffpriv.measures._divergences import divergence as numpy_divergence
 
 __all__ = ["DIVERGENCES", "c_transform", "chi2", "divergence", "exact_potentials",
            "hellinger", "kl", "level", "line_potentials", "log_lift", "logsumexp", "max_divergence", "renyi",
-           "reverse_kl", "tv", "wasserstein_1d"]
+           "reverse_kl", "symmetric", "tv", "wasserstein_1d"]
 
 Level = Callable[[ArrayLike, ArrayLike], Float[Array, "*batch"]]
 """A divergence level: log-laws ``[..., n]`` (two of them) to ``[...]``."""
@@ -123,8 +123,9 @@ def chi2(log_p: Float[ArrayLike, "*b n"], log_q: Float[ArrayLike, "*b n"]) -> Fl
 def hellinger(log_p: Float[ArrayLike, "*b n"], log_q: Float[ArrayLike, "*b n"]) -> Float[Array, "*b"]:
     """Squared Hellinger ``½ Σ (√P − √Q)²`` (in ``[0, 1]``), ``√P − √Q = √Q·expm1(lr/2)`` on both supports."""
     has_p, lp, has_q, lq = _pair(log_p, log_q)
-    plain = jnp.exp(0.5 * jnp.asarray(log_p)) - jnp.exp(0.5 * jnp.asarray(log_q))
-    gap = jnp.where(has_p & has_q, jnp.exp(0.5 * lq) * jnp.expm1(0.5 * (lp - lq)), plain)
+    root_q = jnp.exp(0.5 * jnp.asarray(log_q))  # 0 with derivative 0 where Q = 0
+    plain = jnp.exp(0.5 * jnp.asarray(log_p)) - root_q
+    gap = jnp.where(has_p & has_q, root_q * jnp.expm1(0.5 * (lp - lq)), plain)
     return 0.5 * (gap * gap).sum(-1)
 
 
@@ -180,6 +181,12 @@ def divergence(name: str, alpha: float | None = None) -> Level:
     validated by :func:`diffpriv.measures._divergences.divergence` (the same errors)."""
     measure = numpy_divergence(name, alpha)
     return DIVERGENCES[measure.name] if measure.name in DIVERGENCES else renyi(measure.alpha)
+
+
+def symmetric(name: str, alpha: float | None = None) -> bool:
+    """Whether ``D(P‖Q) = D(Q‖P)`` for the certifier's divergence ``name``: TV, squared Hellinger,
+    Rényi ½."""
+    return numpy_divergence(name, alpha).symmetric
 
 
 def level(name: str, log_p: Float[ArrayLike, "*b n"], log_q: Float[ArrayLike, "*b n"],

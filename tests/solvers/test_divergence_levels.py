@@ -73,6 +73,24 @@ def test_levels_match_certifier():
         assert np.isfinite(ref[200:]).sum() >= 40 and (name in ("tv", "hellinger") or np.isinf(ref).any())
 
 
+def test_symmetric_levels_are_symmetric():
+    """The divergences flagged symmetric (the residuals compute them once for both directions) give
+    the same level both ways, with zeros on either side; the others do not."""
+    laws = [_laws(np.random.default_rng(z + 7), 200, 7, zeros=z) for z in (False, True)]
+    P, Q = np.concatenate(laws, axis=1)
+    levels = _compiled()[0]
+    forward, backward = np.asarray(levels(_log(P), _log(Q))), np.asarray(levels(_log(Q), _log(P)))
+    flagged = [(name, alpha) for name, alpha in NAMES if dl.symmetric(name, alpha)]
+    assert flagged == [("tv", None), ("hellinger", None), ("renyi", 0.5)]
+    for (name, alpha), f, b in zip(NAMES, forward, backward, strict=True):
+        both = np.isfinite(f) & np.isfinite(b)
+        if dl.symmetric(name, alpha):
+            np.testing.assert_array_equal(np.isfinite(f), np.isfinite(b), err_msg=f"{name} {alpha}")
+            np.testing.assert_allclose(f[both], b[both], rtol=1e-13, atol=1e-16, err_msg=f"{name} {alpha}")
+        else:
+            assert np.max(np.abs(f[both] - b[both])) > 1e-3, f"{name} {alpha}"
+
+
 def test_registry_and_validation():
     assert dl.renyi(1) is dl.kl and dl.renyi(math.inf) is dl.max_divergence
     assert dl.divergence("max") is dl.max_divergence and set(dl.DIVERGENCES) == {
