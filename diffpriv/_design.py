@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from diffpriv._files import json_number
+from diffpriv._gap import relative_gap
 from diffpriv.certification import Certificate, certify
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._optimizer import Optimizer, OptimizeResult
@@ -42,13 +43,10 @@ class Design:
 
     @property
     def gap(self) -> float:
-        """Certified relative gap ``(certified loss − lower bound) / |lower bound|`` (the
-        absolute gap when the bound is 0): how far the deployed table can be from optimal."""
-        return _gap(self.certificate.loss, self.result.lower_bound)
-
-
-def _gap(value: float, bound: float) -> float:
-    return (value - bound) / (abs(bound) if bound != 0 else 1.0)
+        """Certified relative gap ``(certified loss − lower bound) / |lower bound|``
+        (:func:`diffpriv.solvers._driver.relative_gap`): how far the deployed table can be from
+        optimal."""
+        return relative_gap(self.certificate.loss, self.result.lower_bound)
 
 
 def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progress: bool = False,
@@ -122,7 +120,7 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progres
         # continue the run (warm start) with a 10x stricter violation tolerance.
         for _ in range(3):
             if (result.status != "converged" or result.steps >= budget
-                    or _gap(cert.loss, result.lower_bound) <= opt.gap_tol
+                    or relative_gap(cert.loss, result.lower_bound) <= opt.gap_tol
                     or not problem.linear or result.method != "pdhg"):  # no warm start there
                 break
             opt = dataclasses.replace(opt, steps=budget - result.steps,

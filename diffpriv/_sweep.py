@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from diffpriv._files import json_number, write_csv
+from diffpriv._gap import relative_gap
 from diffpriv.io._export import jsonable, write_json
 from diffpriv.problems._json import problem_hash
 from diffpriv.problems._problem import Problem
@@ -203,7 +204,7 @@ def _certify_batched(problem, solved, seed, quantize, meta, options):
             "lower_bound": json_number(bound), "options": jsonable(dataclasses.asdict(opt))}
     cert = certify(problem, table, repair=True, seed=seed,
                    meta={**meta, "optimizer": info}, quantize=quantize)
-    gap = (cert.loss - bound) / (abs(bound) if bound != 0 else 1.0)
+    gap = relative_gap(cert.loss, bound)
     return cert, bound, "converged" if gap <= opt.gap_tol else "step limit", "pdhg"
 
 
@@ -359,7 +360,7 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
             previous = d.result
             cert, bound, status, method = d.certificate, float(d.result.lower_bound), d.result.status, \
                 d.result.method
-        gap = (cert.loss - bound) / (abs(bound) if bound != 0 else 1.0)
+        gap = relative_gap(cert.loss, bound)
         row: dict[str, Any] = {"budget": b, "certified_loss": float(cert.loss), "lower_bound": bound,
                                "gap": float(gap), "status": status, "method": method, "ok": bool(cert.ok),
                                "seconds": 0.0, "certificate": ""}

@@ -28,6 +28,7 @@ from typing import NamedTuple, Protocol
 import jax
 import numpy as np
 
+from diffpriv._gap import relative_gap
 from diffpriv.solvers._x64 import require
 
 __all__ = ["Chunk", "OptimizeResult", "Outcome", "Run", "Status", "check_finite", "compile_seconds", "drive",
@@ -51,13 +52,6 @@ class Status(enum.StrEnum):
     """No further progress (the augmented Lagrangian: a round no longer moves the objective, or
     threw the table off; the smoothed dual: its temperature reached its floor; column-and-cut
     generation: no cut or column to add at the tightest margin). The best table so far is kept."""
-
-
-def relative_gap(objective: float, bound: float) -> float:
-    """``(objective − bound) / |bound|``, or ``objective − bound`` when the bound is 0: the rule
-    every solver stops by, on the device and on the host (:func:`._pdhg.gap_to` is its JAX
-    twin)."""
-    return (objective - bound) / abs(bound) if bound != 0 else objective - bound
 
 
 def check_finite(table: np.ndarray) -> None:

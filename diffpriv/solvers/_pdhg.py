@@ -49,6 +49,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from diffpriv._gap import GAP_FLOOR
 from diffpriv.solvers._driver import Status
 from diffpriv.solvers._linear import (
     LinearData,
@@ -418,13 +419,12 @@ def advance_duals(totals, sums, old_sums):
 
 
 def gap_to(obj, lb):
-    """``(obj − lb) / |lb|`` (``obj − lb`` when ``lb = 0``): the JAX twin of
-    :func:`._driver.relative_gap`."""
-    return (obj - lb) / jnp.where(lb != 0, jnp.abs(lb), 1.0)
+    """``(obj − lb) / max(|lb|, GAP_FLOOR)``: the JAX twin of :func:`._driver.relative_gap`."""
+    return (obj - lb) / jnp.maximum(jnp.abs(lb), GAP_FLOOR)
 
 
 def relative_gap(state: PDHGState) -> jax.Array:
-    """``(f(A) − LB) / |LB|`` of the restart candidate (``f(A) − LB`` when ``LB = 0``)."""
+    """:func:`gap_to` of the restart candidate: ``(f(A) − LB) / max(|LB|, GAP_FLOOR)``."""
     return gap_to(state.obj, state.best_lb)
 
 

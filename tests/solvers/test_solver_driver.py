@@ -49,9 +49,11 @@ def test_solver_modules_import_each_other_without_a_circle():
 
 
 def test_one_relative_gap_rule_on_host_and_device():
-    for obj, lb in [(1.5, 1.0), (1.0, -2.0), (0.3, 0.0), (0.0, 0.0), (2.0, 2.0)]:
-        assert _driver.relative_gap(obj, lb) == pytest.approx(float(_pdhg.gap_to(obj, lb)), abs=1e-15)
-    assert _driver.relative_gap(0.3, 0.0) == pytest.approx(0.3)  # absolute at a zero bound
+    cases = [(1.5, 1.0), (1.0, -2.0), (0.3, 0.0), (0.0, 0.0), (2.0, 2.0), (1e-12, 0.0), (1e-9, -1e-10)]
+    for obj, lb in cases:
+        assert _driver.relative_gap(obj, lb) == pytest.approx(float(_pdhg.gap_to(obj, lb)), rel=1e-15)
+    # relative also at a zero bound: a loss of 0.3 is not within 1 % of a bound of 0; rounding is
+    assert _driver.relative_gap(0.3, 0.0) == pytest.approx(3e8) and _driver.relative_gap(1e-13, 0.0) < 1e-2
 
 
 def test_results_carry_a_known_status_and_their_gap_by_the_rule():
