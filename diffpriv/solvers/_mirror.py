@@ -354,17 +354,26 @@ class Rows(NamedTuple):
         size = jnp.maximum(self.size.apply(a), jnp.finfo(a.dtype).tiny)  # 1e-300 is 0 in float32
         step = sigma * LINEAR * self.rate / size
         moved = u + sigma * LINEAR * self.rate * (self.op.apply(a) / size)  # |G a| ≤ |G| a: at most 1
-        return _capped(moved, step, self.delta) if self.delta.shape[0] else jnp.maximum(moved, 0.0)
+        if not self.delta.shape[0]:
+            return jnp.maximum(moved, 0.0)
+        return _capped(moved, step, self.delta, jnp.max(u, axis=1, initial=0.0))
 
 
-def _capped(v, step, delta):
+def _capped(v, step, delta, start):
     """``argmin_{x ≥ 0} Σ_y (x_y − v_y)² / (2 s_y) + δ max_y x_y`` per row (the prox of a
     hockey-stick row's ``δ max u`` in the steps' metric): ``min(v, θ)⁺`` with ``θ ≥ 0`` the level
-    where ``Σ_y (v_y − θ)⁺ / s_y = δ`` (0 where ``Σ_y v_y⁺ / s_y ≤ δ``). Michelot's iteration
-    finds it exactly: ``θ`` from the entries at or above the last ``θ`` (from those above 0 first)
-    rises to the level in a few passes (5–8 on random 960 × 256 rows, 10× faster than sorting them);
-    ``δ = 0`` gives ``max(v, 0)``."""
+    where ``Σ_y (v_y − θ)⁺ / s_y = δ`` (0 where ``Σ_y v_y⁺ / s_y ≤ δ``); ``δ = 0`` gives
+    ``max(v, 0)``. Michelot's iteration finds it exactly: ``θ ← (Σ_{v ≥ θ} v/s − δ) / Σ_{v ≥ θ} 1/s``
+    is a Newton step on ``F(θ) = Σ_y (v_y − θ)⁺ / s_y − δ``, convex and decreasing, so from any
+    ``θ`` it lands at or below the level (the tangent is below ``F``) and from there rises to it in
+    a few passes (10× faster than sorting the rows). It starts from ``start``, the rows' last level
+    (their largest multiplier), and stops once the rows whose level is positive (``F(0) > 0``) are
+    still: any level at or below 0 gives 0. Between the 4-neighbour cells of a 24×24 grid the
+    prox then took 2 passes where a start from 0 to the last row took 7 (TV-DP; approximate local
+    DP, whose rows are mostly at 0: 1 against 8), with the same result, and a mirror-prox step
+    about 30 ms instead of 45."""
     w = 1.0 / step
+    positive = jnp.sum(w * jnp.maximum(v, 0.0), axis=1) > delta
 
     def level(above):
         total = jnp.sum(jnp.where(above, w, 0.0), axis=1)
@@ -372,13 +381,13 @@ def _capped(v, step, delta):
 
     def rising(carry):
         theta, last, i = carry
-        return jnp.any(theta != last) & (i < CAP_PASSES)
+        return jnp.any((theta != last) & positive) & (i < CAP_PASSES)
 
     def again(carry):
         theta, _, i = carry
         return level(v >= theta[:, None]), theta, i + 1  # ≥: at δ = 0 the top entry stays
 
-    first = level(v > 0)
+    first = level(v >= start[:, None])
     theta, _, _ = jax.lax.while_loop(rising, again, (level(v >= first[:, None]), first, 0))
     return jnp.clip(v, 0.0, jnp.maximum(theta, 0.0)[:, None])
 

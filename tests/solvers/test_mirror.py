@@ -336,7 +336,8 @@ def test_auto_routes_large_hockey_stick_problems_to_mirror_prox_at_loose_gap_tol
 @float64
 def test_the_hockey_stick_prox_is_the_convex_programs_minimiser():
     """:func:`_mirror._capped` against cvxpy on random rows: ``min_{x ≥ 0} Σ (x − v)²/(2s) + δ max x``,
-    including δ = 0 (the projection on ``x ≥ 0``) and rows where the prox is 0."""
+    including δ = 0 (the projection on ``x ≥ 0``) and rows where the prox is 0, from every start of
+    its iteration: 0, the level itself, below and above it, and beyond every entry."""
     import cvxpy as cp
 
     rng = np.random.default_rng(0)
@@ -344,14 +345,19 @@ def test_the_hockey_stick_prox_is_the_convex_programs_minimiser():
     v[4] = -np.abs(v[4])  # nothing positive: 0
     step = rng.uniform(0.1, 3.0, size=v.shape)
     delta = np.array([0.0, 0.1, 0.5, 2.0, 0.3, 50.0])
-    got = np.asarray(_mirror._capped(jnp.asarray(v), jnp.asarray(step), jnp.asarray(delta)))
+    want = np.zeros_like(v)
     for k in range(v.shape[0]):
         x = cp.Variable(v.shape[1], nonneg=True)
         cp.Problem(cp.Minimize(cp.sum(cp.multiply(1 / (2 * step[k]), cp.square(x - v[k])))
                                + delta[k] * cp.max(x))).solve()
-        np.testing.assert_allclose(got[k], x.value, atol=1e-5)
-    np.testing.assert_array_equal(got[0], np.maximum(v[0], 0.0))
-    assert np.all(got[4] == 0) and np.all(got[5] == 0)
+        want[k] = x.value
+    level = want.max(axis=1)
+    for start in (0 * level, level, 0.5 * level, level + 0.3, np.full(6, 10.0), rng.uniform(0, 2, 6)):
+        got = np.asarray(_mirror._capped(jnp.asarray(v), jnp.asarray(step), jnp.asarray(delta),
+                                         jnp.asarray(start)))
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        np.testing.assert_array_equal(got[0], np.maximum(v[0], 0.0))
+        assert np.all(got[4] == 0) and np.all(got[5] == 0)
 
 
 def sparse_kl_grid(n: int, seed: int, eps: float) -> dp.Problem:
