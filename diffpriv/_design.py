@@ -44,7 +44,7 @@ class Design:
     @property
     def gap(self) -> float:
         """Certified relative gap ``(certified loss − lower bound) / |lower bound|``
-        (:func:`diffpriv.solvers._driver.relative_gap`): how far the deployed table can be from
+        (:func:`diffpriv._gap.relative_gap`): how far the deployed table can be from
         optimal."""
         return relative_gap(self.certificate.loss, self.result.lower_bound)
 
