@@ -43,9 +43,8 @@ class Design:
 
     @property
     def gap(self) -> float:
-        """Certified relative gap ``(certified loss − lower bound) / |lower bound|``
-        (:func:`diffpriv._gap.relative_gap`): how far the deployed table can be from
-        optimal."""
+        """Certified relative gap ``(certified loss − lower bound) / max(|lower bound|, 10⁻⁶)``
+        (:func:`diffpriv._gap.relative_gap`): how far the deployed table can be from optimal."""
         return relative_gap(self.certificate.loss, self.result.lower_bound)
 
 
