@@ -44,7 +44,11 @@ whatever the iterate: the linearisation of a convex function is below it everywh
 weights on the simplex and multipliers ``u ≥ 0`` keep weak duality. It is computed at the last
 iterate and at the running averages of the chunks' averages (since the steps last changed, and
 over the whole run) in turn (:data:`BOUND_AT`; the ergodic average is what mirror-prox's rate is
-for), each also with ``λ = 0``; the best bound so far is kept.
+for), each also with ``λ = 0``; the best bound so far is kept. With linear constraints alone
+(approximate local DP or TV-DP, the expected loss) every chunk also runs L-BFGS on their smoothed
+dual from the run's multipliers (:mod:`._dual_bound`): the bound at mirror-prox's own multipliers
+rises only at the table's pace (on approximate LDP it took 6,000 steps to come within 1 % of a
+table it had been near since the 1,400th).
 
 **Table.** The run solves budgets tightened by :data:`TIGHTEN` ``· gap_tol`` (relative), so that
 an iterate near its own constraints meets the real ones. A chunk's table (last and average)
@@ -80,6 +84,7 @@ from diffpriv.solvers._divergence import (
     residuals,
 )
 from diffpriv.solvers._driver import Chunk, Outcome, Status, check_finite, relative_gap
+from diffpriv.solvers._dual_bound import DualBound
 from diffpriv.solvers._linear import (
     Operator,
     linear_data,
@@ -560,6 +565,8 @@ class MirrorRun:
         self.table = self._table(self.theta)
         # (sum of the chunks' averages, their count): since the steps last changed, and over the run
         self.running = self.whole = None
+        linear = not self.kinds and self.rows.any and not self.weights.epigraph
+        self.dual = DualBound(self.data, operator(self.data)) if linear else None
 
     def chunk(self) -> Chunk:
         mask, kinds = self.data.mask, self.kinds
@@ -588,6 +595,8 @@ class MirrorRun:
             bound = _bound(self.data, self.weights, self.rows, self.nl, self.true_nl, kinds, *point, self.eta,
                            self.sigma, self.scale)
             self.bound = max(self.bound, float(bound))
+        if self.dual is not None:  # linear constraints alone: L-BFGS on their dual from u
+            self.bound = max(self.bound, self.dual.raised(self.scale * u))
         self.table = self._table(theta)
         gap_tol, objective = self.opt.gap_tol, self.problem.objective_value(self.table)
         average = _averaged(self.weights, mask, mean)[0]  # the chunk's average table, as log-rows

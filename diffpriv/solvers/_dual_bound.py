@@ -1,0 +1,100 @@
+"""A faster-rising bound for linear constraints: L-BFGS on their smoothed dual, from another
+solver's multipliers.
+
+For hockey-stick and ratio bounds ``G A ≤ 0`` / ``Σ_y max(0, (G A)_y) ≤ δ`` (:mod:`._linear`) and
+the expected loss, weak duality makes
+
+    ``d(u) = Σ_r min_y (C + Gᵀu)[r, y] − Σ δ max_y u``
+
+a lower bound on the optimum for every ``u ≥ 0`` (:func:`._linear.lower_bound`). Mirror-prox's
+multipliers follow its table, so the bound at them rises at the table's pace: on approximate
+local DP between the 4-neighbour cells of a 16×16 grid (seed 0) it was 1.198 after 2,000 steps
+and 1.216 after 6,000, where the table's loss had been within 0.05 % of its last value since
+the 1,400th. Maximising ``d`` itself from the multipliers is far quicker: ``min_y`` smoothed into
+``−τ_r ln Σ_y e^{−z_y/τ_r}`` (``τ_r`` a fraction :data:`TAU` of the row's mean cost; the smoothed
+dual is below ``d``), each step projected on ``u ≥ 0``, 300 L-BFGS steps (optax) from the 1,000th
+step's multipliers raised the bound from 0.98 to 1.216. The bound reported is ``d`` itself at the
+multipliers found, so it holds whatever L-BFGS did.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from diffpriv.solvers._linear import LinearData, Operator, lower_bound
+
+__all__ = ["DualBound"]
+
+TAU = 1e-4
+"""The smoothing temperature per row, relative to the row's mean cost on its support (at
+least a thousandth of the rows' mean). From the 1,000th step's multipliers of the run above,
+300 steps raised the bound to 1.216 at 10⁻⁴, to 1.213 at 10⁻⁵ and to 1.169 at 10⁻³."""
+
+STEPS, RESTART = 100, 5
+"""L-BFGS steps per call (a mirror-prox chunk), and a fresh start from the run's multipliers every
+fifth call: the start matters more than the steps (300 steps from the multipliers of the 400th,
+1,000th and 2,000th mirror-prox step gave 1.200, 1.216 and 1.220, and 1,000 from the 400th
+only 1.214), and the run's own multipliers keep improving."""
+
+_OPT = optax.lbfgs(memory_size=10)
+
+
+def _smoothed(data: LinearData, op: Operator, tau, u):
+    """The smoothed dual at ``u ≥ 0`` (module docstring)."""
+    z = jnp.where(data.mask, data.cost + op.transpose(u), jnp.inf)
+    mins = -tau * jax.nn.logsumexp(-z / tau[:, None], axis=1)
+    return jnp.sum(mins) - jnp.sum(op.delta * jnp.max(u, axis=1, initial=0.0))
+
+
+@jax.jit
+def _steps(data, op, tau, u, state):
+    """:data:`STEPS` L-BFGS steps on the negated smoothed dual, each projected on ``u ≥ 0``; the
+    exact bound at the end."""
+
+    def fn(x):
+        return -_smoothed(data, op, tau, x)
+
+    value_and_grad = optax.value_and_grad_from_state(fn)
+
+    def step(carry, _):
+        x, st = carry
+        value, grad = value_and_grad(x, state=st)
+        updates, st = _OPT.update(grad, st, x, value=value, grad=grad, value_fn=fn)
+        return (jnp.maximum(optax.apply_updates(x, updates), 0.0), st), None
+
+    (u, state), _ = jax.lax.scan(step, (u, state), None, length=STEPS)
+    return u, state, lower_bound(data, u, op=op)
+
+
+@jax.jit
+def _exact(data, op, u):
+    return lower_bound(data, u, op=op)
+
+
+class DualBound:
+    """The smoothed dual's L-BFGS run beside another solver (module docstring), on ``data``
+    (real budgets, the expected loss, linear constraints only) with the operator ``op``."""
+
+    def __init__(self, data: LinearData, op: Operator):
+        self.data, self.op = data, op
+        mask = data.mask
+        mean = jnp.sum(jnp.where(mask, data.cost, 0.0), axis=1) / jnp.maximum(jnp.sum(mask, axis=1), 1)
+        self.tau = TAU * jnp.maximum(mean, 1e-3 * jnp.maximum(jnp.mean(mean), 1e-300))
+        self.u = self.state = None
+        self.value = -float("inf")  # the bound at self.u
+        self.calls = 0
+
+    def raised(self, u) -> float:
+        """The bound after :data:`STEPS` more steps: from the multipliers ``u`` (real scale) on the
+        first call, every :data:`RESTART`-th, and where their bound is above this run's, else
+        from where this run stopped."""
+        u = jnp.maximum(u, 0.0)
+        start = float(_exact(self.data, self.op, u))
+        self.calls += 1
+        if self.u is None or self.calls % RESTART == 0 or start > self.value:
+            self.u, self.state = u, _OPT.init(u)
+        self.u, self.state, value = _steps(self.data, self.op, self.tau, self.u, self.state)
+        self.value = float(value)
+        return max(self.value, start)
