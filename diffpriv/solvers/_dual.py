@@ -44,6 +44,7 @@ import optax
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
+from diffpriv.solvers._lbfgs import lbfgs_scan
 from diffpriv.solvers._linear import (
     LinearData,
     epigraph_weights,
@@ -228,15 +229,7 @@ def _chunk(data, families, worst, freeze, tau, params, state):
                                       for (z, _), (_, l0) in zip(p["groups"], fixed, strict=True))}
         return -smoothed_dual(data, families, p, worst, tau)
 
-    value_and_grad = optax.value_and_grad_from_state(fn)
-
-    def step(carry, _):
-        x, st = carry
-        value, grad = value_and_grad(x, state=st)
-        updates, st = _OPT.update(grad, st, x, value=value, grad=grad, value_fn=fn)
-        return (optax.apply_updates(x, updates), st), value
-
-    (flat, state), values = jax.lax.scan(step, (flat, state), None, length=CHUNK)
+    flat, state, values = lbfgs_scan(_OPT, fn, flat, state, CHUNK)
     return _strong(unravel(flat)), _strong(state), values[-1]
 
 

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from diffpriv.solvers._lbfgs import lbfgs_scan
 from diffpriv.solvers._linear import LinearData, Operator, lower_bound
 
 __all__ = ["DualBound"]
@@ -60,15 +61,7 @@ def _steps(data, op, tau, u, state):
     def fn(x):
         return -_smoothed(data, op, tau, x)
 
-    value_and_grad = optax.value_and_grad_from_state(fn)
-
-    def step(carry, _):
-        x, st = carry
-        value, grad = value_and_grad(x, state=st)
-        updates, st = _OPT.update(grad, st, x, value=value, grad=grad, value_fn=fn)
-        return (jnp.maximum(optax.apply_updates(x, updates), 0.0), st), None
-
-    (u, state), _ = jax.lax.scan(step, (u, state), None, length=STEPS)
+    u, state, _ = lbfgs_scan(_OPT, fn, u, state, STEPS, project=lambda x: jnp.maximum(x, 0.0))
     return u, state, lower_bound(data, u, op=op)
 
 
