@@ -464,6 +464,12 @@ def _solve_highspy(lp: _LinearProgram, options: dict, basis: Basis | None):
         h.setBasis(basis.basis) == highspy.HighsStatus.kOk
     h.setOptionValue("solver", "simplex" if warm else "ipm")
     h.run()
+    if h.getModelStatus() == highspy.HighsModelStatus.kUnknown:
+        # the interior point method's crossover can stop without a verdict (approximate local DP
+        # between the 4-neighbour cells of a 10×10 grid: "Unknown" after 11 s); the simplex
+        # finishes from the basis it left, in 0.2 s there
+        h.setOptionValue("solver", "simplex")
+        h.run()
     status = h.getModelStatus()
     sol = h.getSolution()
     row_value, row_dual = np.asarray(sol.row_value), np.asarray(sol.row_dual)
@@ -532,6 +538,8 @@ def solve_lp(
             lp.c, A_ub=lp.a_ub, b_ub=lp.b_ub, A_eq=lp.a_eq, b_eq=lp.b_eq,
             bounds=(0, None), method=method, options=options,
         )
+        if res.status == 4:  # HiGHS stopped without a verdict: again by highspy, the simplex finishing
+            res, _ = _solve_highspy(lp, options, None)
     if res.status != 0 or res.x is None:
         raise ReferenceSolveError(
             f"HiGHS did not solve the LP (status {res.status}): {res.message}"

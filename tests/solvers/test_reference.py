@@ -376,3 +376,33 @@ def test_random_problem_families():
     assert grid.shape[2] == 12
     with pytest.raises(ValueError, match="hamming"):
         random_problem(0, loss="hamming", outputs="grid")
+
+
+@pytest.mark.slow
+def test_an_interior_point_stop_without_verdict_is_finished_by_the_simplex():
+    """Approximate LDP (ε = 1, δ ≈ 0.01) between the 4-neighbour cells of a 10×10 grid (the
+    benchmark's Gaussian-mixture prior, seed 1): HiGHS's interior point method and crossover stop
+    with model status "Unknown" after about 11 s; both ways of solving it (``linprog``, and highspy
+    with the basis kept, as ``method = "exact"`` does) now finish by the simplex, optimal: the
+    weak-duality bound at the multipliers meets the value, and the table meets its constraints."""
+    dom = Domain.grid(10, 10, 1.0)
+    rng = np.random.default_rng(1)
+
+    def mixture(k):
+        centres, weights = rng.uniform(0, 10, (k, 2)), rng.dirichlet(np.ones(k))
+        widths = rng.uniform(0.8, 2.5, k)
+        d = sum(w * np.exp(-np.sum((dom.coords - m) ** 2, axis=1) / (2 * s**2))
+                for m, w, s in zip(centres, weights, widths, strict=True))
+        return d / d.sum()
+
+    prior = (mixture(3) + mixture(2)) / 2
+    delta = float(rng.uniform(0.05, 0.5)) / 10
+    ldp = LocalDP(epsilon=1.0, delta=delta, pairs=dp.problems.pairs_within(dom, 1.0))
+    problem = Problem(dom, dom, dom.distances(dom), prior, constraints=(ldp,))
+    values = []
+    for keep in (False, True):
+        result = solve_lp(problem, keep_basis=keep)
+        assert result.bound == pytest.approx(result.value, rel=1e-8)
+        assert worst_violation(problem, result.table) <= 1e-9
+        values.append(result.value)
+    assert values[0] == pytest.approx(values[1], rel=1e-9)
