@@ -4,7 +4,7 @@ Every constraint diffpriv expands into comparisons (pure and approximate DistP, 
 extended DP, profile edges) is linear in the table once the hockey-stick divergence gets one
 auxiliary variable per output, and every objective is linear (the worst case and the largest
 entry with one epigraph variable, the transport loss with a transport plan). So the exact
-optimum is the LP below, solved with ``scipy.optimize.linprog`` (HiGHS) on sparse matrices. It
+optimum is the LP below, solved by HiGHS (highspy) on sparse matrices. It
 is the yardstick for the optimizer. numpy and scipy only.
 
 Variables: ``A[s, x, y]`` where the support mask allows it; ``z[k, d, y] ≥ 0`` for comparisons
@@ -434,10 +434,14 @@ def scaled_bound(lp: _LinearProgram, direction: np.ndarray, constant: float, top
     return max(best, fa, fb)
 
 
-def _solve_highspy(lp: _LinearProgram, options: dict, basis: Basis | None):
-    """The LP by highspy directly (what ``linprog`` wraps), warm-started from ``basis`` by the
-    dual simplex where it fits, else cold by the interior point method with crossover; returns
-    ``(linprog-like result, Basis)``."""
+_COLD_SOLVERS = {"highs-ipm": "ipm", "highs-ds": "simplex", "highs": "choose"}
+"""``solve_lp``'s ``method`` (``scipy.optimize.linprog``'s names) → HiGHS's ``solver`` option."""
+
+
+def _solve_highspy(lp: _LinearProgram, options: dict, basis: Basis | None, cold: str = "ipm"):
+    """The LP by highspy (what ``scipy.optimize.linprog`` wraps), warm-started from ``basis`` by
+    the dual simplex where it fits, else cold by HiGHS's ``solver`` ``cold`` (the interior point
+    method ends with a crossover); returns ``(linprog-like result, Basis)``."""
     import highspy
 
     parts = [a for a in (lp.a_ub, lp.a_eq) if a is not None]
@@ -462,7 +466,7 @@ def _solve_highspy(lp: _LinearProgram, options: dict, basis: Basis | None):
     shape = (model.num_col_, model.num_row_)
     warm = basis is not None and basis.shape == shape and \
         h.setBasis(basis.basis) == highspy.HighsStatus.kOk
-    h.setOptionValue("solver", "simplex" if warm else "ipm")
+    h.setOptionValue("solver", "simplex" if warm else cold)
     h.run()
     if h.getModelStatus() == highspy.HighsModelStatus.kUnknown:
         # the interior point method's crossover can stop without a verdict (approximate local DP
@@ -493,11 +497,13 @@ def solve_lp(
         ``"transport"``; every constraint must be linear: max-divergence or hockey-stick).
       time_limit: optional HiGHS time limit in seconds (HiGHS may finish a solve that takes
         less than about 0.05 s regardless).
-      method: the ``scipy.optimize.linprog`` HiGHS method. The default interior point method
-        ends with a crossover to a basic (vertex) solution, so it is as exact as the simplex;
-        these LPs have many more rows than columns, and on 80 random problems of the benchmark's
-        sizes it was about 3x faster in total than ``"highs-ds"`` (up to 14x on worst-case
-        objectives; measured on 2 CPU cores).
+      method: the HiGHS method, by ``scipy.optimize.linprog``'s names: ``"highs-ipm"``,
+        ``"highs-ds"`` (the dual simplex) or ``"highs"`` (HiGHS chooses). The default interior
+        point method ends with a crossover to a basic (vertex) solution, so it is as exact as the
+        simplex; these LPs have many more rows than columns, and on 80 random problems of the
+        benchmark's sizes it was about 3x faster in total than ``"highs-ds"`` (up to 14x on
+        worst-case objectives; measured on 2 CPU cores). Where it stops without a verdict
+        (HiGHS's model status "Unknown"), the simplex finishes from where it stopped.
       basis, keep_basis: solve with highspy directly and return the final basis as the
         result's ``basis`` (``keep_basis``), warm-started from ``basis`` (the ``basis`` of the
         same problem at a neighbouring budget) by the dual simplex where it fits (``method`` is
@@ -510,7 +516,7 @@ def solve_lp(
 
     Raises:
       ReferenceSolveError: if HiGHS stops without an optimal solution (infeasible, time limit, ...).
-      ValueError: if some ``e^ε`` overflows float64.
+      ValueError: if some ``e^ε`` overflows float64, or ``method`` is not one of the three.
       SizeError: the LP would need more memory than is available (a one-line message).
       SpecError: the objective or a constraint is not linear (a one-line message).
 
@@ -519,6 +525,8 @@ def solve_lp(
       >>> round(solve_lp(k_rr_problem(2, 0.0)).value, 6)
       0.5
     """
+    if method not in _COLD_SOLVERS:
+        raise ValueError(f"method: expected one of {', '.join(_COLD_SOLVERS)}, got {method!r}")
     require_linear(problem, "LP reference")
     admit(problem, "lp")
     start = time.perf_counter()
@@ -530,16 +538,9 @@ def solve_lp(
     }
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
-    final = None
-    if basis is not None or keep_basis:
-        res, final = _solve_highspy(lp, options, basis)
-    else:
-        res = scipy.optimize.linprog(
-            lp.c, A_ub=lp.a_ub, b_ub=lp.b_ub, A_eq=lp.a_eq, b_eq=lp.b_eq,
-            bounds=(0, None), method=method, options=options,
-        )
-        if res.status == 4:  # HiGHS stopped without a verdict: again by highspy, the simplex finishing
-            res, _ = _solve_highspy(lp, options, None)
+    if method == "highs-ds":
+        options["simplex_strategy"] = 1  # the dual simplex, as linprog's "highs-ds"
+    res, final = _solve_highspy(lp, options, basis, cold=_COLD_SOLVERS[method])
     if res.status != 0 or res.x is None:
         raise ReferenceSolveError(
             f"HiGHS did not solve the LP (status {res.status}): {res.message}"
@@ -585,5 +586,5 @@ def solve_lp(
         delta_multipliers=delta_multipliers.reshape(k_size, 2),
         row_weights=row_weights,
         potential=potential,
-        basis=final,
+        basis=final if basis is not None or keep_basis else None,
     )
