@@ -5,7 +5,7 @@ extended DP, profile edges) is linear in the table once the hockey-stick diverge
 auxiliary variable per output, and every objective is linear (the worst case and the largest
 entry with one epigraph variable, the transport loss with a transport plan). So the exact
 optimum is the LP below, solved by HiGHS (highspy) on sparse matrices. It
-is the yardstick for the optimizer. numpy and scipy only.
+is the yardstick for the optimizer. numpy, scipy and highspy only.
 
 Variables: ``A[s, x, y]`` where the support mask allows it; ``z[k, d, y] ≥ 0`` for comparisons
 with ``δ_k > 0``; ``t`` for the worst-case and largest-entry objectives; for the transport
@@ -504,11 +504,11 @@ def solve_lp(
         benchmark's sizes it was about 3x faster in total than ``"highs-ds"`` (up to 14x on
         worst-case objectives; measured on 2 CPU cores). Where it stops without a verdict
         (HiGHS's model status "Unknown"), the simplex finishes from where it stopped.
-      basis, keep_basis: solve with highspy directly and return the final basis as the
-        result's ``basis`` (``keep_basis``), warm-started from ``basis`` (the ``basis`` of the
-        same problem at a neighbouring budget) by the dual simplex where it fits (``method`` is
-        then not used): a frontier's LPs after the first take a few pivots each (32 budgets of
-        the 10×10 quick start: 1.3 s against 7.7 s cold, build included).
+      basis, keep_basis: return the final basis as the result's ``basis`` (``keep_basis``),
+        and warm-start from ``basis`` (the ``basis`` of the same problem at a neighbouring
+        budget) by the dual simplex where it fits (``method`` is then not used): a frontier's
+        LPs after the first take a few pivots each (32 budgets of the 10×10 quick start: 1.3 s
+        against 7.7 s cold, build included).
 
     Returns:
       The optimal table, its objective value and the Lagrange multipliers of the privacy rows
