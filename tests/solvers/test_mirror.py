@@ -387,7 +387,6 @@ def test_a_large_budget_is_not_held_back_by_the_tightening(seed):
     assert cert.loss <= optimum * (1 + 5e-3)  # 1.1 % above without loosening
 
 
-
 @float64
 def test_bolder_refining_steps_raise_the_bound_at_the_last_iterate():
     """The bound after :data:`_mirror.REFINE` steps ``BOLD`` times the run's: on a 5×5 Rényi-½ DP
