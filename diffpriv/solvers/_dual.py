@@ -52,6 +52,7 @@ from diffpriv.solvers._linear import (
     operator,
     proves_infeasible,
     smallest_objective,
+    soft_min,
     the_table,
     tighten,
 )
@@ -172,9 +173,7 @@ def _terms(data: DualData, families, params, worst, exact: bool, tau=1.0):
 def smoothed_dual(data: DualData, families, params, worst, tau):
     """The smoothed dual at temperature ``tau`` (module docstring)."""
     z, const = _terms(data, families, params, worst, exact=False, tau=tau)
-    tau_r = tau * data.tau_w[:, None]
-    lse = jax.nn.logsumexp(jnp.where(data.lin.mask, -z / tau_r, -jnp.inf), axis=1)
-    return jnp.sum(-tau_r[:, 0] * lse) + const
+    return jnp.sum(soft_min(z, data.lin.mask, tau * data.tau_w)) + const
 
 
 def exact_dual(data: DualData, families, params, worst):

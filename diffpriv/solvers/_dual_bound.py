@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import optax
 
 from diffpriv.solvers._lbfgs import lbfgs_scan
-from diffpriv.solvers._linear import LinearData, Operator, lower_bound
+from diffpriv.solvers._linear import LinearData, Operator, lower_bound, soft_min
 
 __all__ = ["DualBound"]
 
@@ -57,8 +57,7 @@ _OPT = optax.lbfgs(memory_size=10)
 
 def _smoothed(data: LinearData, op: Operator, tau, u):
     """The smoothed dual at ``u ≥ 0`` (module docstring)."""
-    z = jnp.where(data.mask, data.cost + op.transpose(u), jnp.inf)
-    mins = -tau * jax.nn.logsumexp(-z / tau[:, None], axis=1)
+    mins = soft_min(data.cost + op.transpose(u), data.mask, tau)
     return jnp.sum(mins) - jnp.sum(op.delta * jnp.max(u, axis=1, initial=0.0))
 
 

@@ -64,7 +64,7 @@ from diffpriv.problems._problem import Problem
 __all__ = ["LinearData", "Operator", "linear_data", "tighten", "operator", "lower_bound",
            "sparse_matrix", "largest_objective", "proves_infeasible", "lower_bound_by_columns",
            "incidence", "epigraph_values", "epigraph_weights", "epigraph_norm", "table_rows", "the_table",
-           "tighten_eps"]
+           "tighten_eps", "soft_min"]
 
 
 class LinearData(NamedTuple):
@@ -400,6 +400,13 @@ def sparse_matrix(op: Operator) -> tuple[scipy.sparse.csr_array, np.ndarray]:
     vals = np.concatenate([cp, -cq, cp, -cq])
     pairs = scipy.sparse.csr_array((vals, (rows, cols)), shape=(2 * kp, op.n_rows))
     return scipy.sparse.vstack([pairs, mix], format="csr"), np.asarray(op.delta)
+
+
+def soft_min(z: jax.Array, mask: jax.Array, tau: jax.Array) -> jax.Array:
+    """``−τ_r ln Σ_y e^{−z[r, y]/τ_r}`` over each row's allowed outputs (``τ`` ``[R]``): the
+    smoothed ``min_y z[r, y]`` of the linear duals (:mod:`._dual`, :mod:`._dual_bound`), at most
+    the minimum and at least it minus ``τ_r ln Y``."""
+    return -tau * jax.nn.logsumexp(jnp.where(mask, -z / tau[:, None], -jnp.inf), axis=1)
 
 
 def _reduced_min(data: LinearData, op: Operator, u, nu, worst: bool, extra=None):

@@ -8,7 +8,7 @@ import pytest
 
 import diffpriv as dp
 from diffpriv.solvers._dual_bound import DualBound
-from diffpriv.solvers._linear import linear_data, lower_bound, operator
+from diffpriv.solvers._linear import linear_data, lower_bound, operator, soft_min
 from diffpriv.solvers._optimizer import Optimizer
 from diffpriv.solvers._x64 import float64
 
@@ -57,3 +57,20 @@ def test_mirror_prox_alone_reports_the_dual_bound(tv, monkeypatch):
         assert result.status == "converged" and result.lower_bound <= optimum * (1 + 1e-9)
         assert dp.certify(problem, result.table).loss <= optimum * (1 + 1e-2)
     assert with_dual.steps < without.steps
+
+
+@float64
+def test_the_soft_min_lies_within_tau_ln_y_below_the_row_minimum_over_allowed_outputs():
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(6, 9))
+    mask = rng.uniform(size=z.shape) < 0.6
+    mask[:, 0] = True
+    z[~mask] = -50.0  # a left-out output must not count, however low
+    tau = rng.uniform(0.01, 0.5, size=6)
+    soft = np.asarray(soft_min(jnp.asarray(z), jnp.asarray(mask), jnp.asarray(tau)))
+    hard = np.where(mask, z, np.inf).min(axis=1)
+    allowed = mask.sum(axis=1)
+    assert np.all(soft <= hard + 1e-12)
+    assert np.all(soft >= hard - tau * np.log(allowed) - 1e-12)
+    brute = -tau * np.log(np.where(mask, np.exp(-z / tau[:, None]), 0.0).sum(axis=1))
+    np.testing.assert_allclose(soft, brute, rtol=1e-12)
