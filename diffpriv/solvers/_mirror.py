@@ -97,6 +97,7 @@ from diffpriv.solvers._linear import (
     the_table,
     tighten,
 )
+from diffpriv.solvers._local_mix import local_mix
 
 __all__ = ["MirrorRun", "applies"]
 
@@ -580,6 +581,9 @@ class MirrorRun:
         self.running = self.whole = None
         linear = not self.kinds and self.rows.any and not self.weights.epigraph
         self.dual = DualBound(self.data, operator(self.data)) if linear else None
+        # hockey-stick bounds between rows alone, every output allowed: per-row mixing (LOCAL_MIX)
+        self.mixing = linear and self.data.mix_a.shape[0] == 0 and bool(
+            np.all(np.asarray(self.data.pair_delta) > 0) and np.all(np.asarray(mask)))
 
     def chunk(self) -> Chunk:
         mask, kinds = self.data.mask, self.kinds
@@ -678,11 +682,21 @@ class MirrorRun:
         return the_table(self.problem, rows / rows.sum(axis=1, keepdims=True))
 
     def _keep(self, table: np.ndarray) -> None:
-        """Keeps ``table``, repaired by the certifier's least mixing, if its objective is the best."""
+        """Keeps ``table``, repaired by the certifier's least mixing (after a per-row mixing where
+        that is lower: :mod:`._local_mix`), if its objective is the best."""
         from diffpriv.certification._repair import repair
 
         fixed = repair(self.problem, table).table
         loss = self.problem.objective_value(fixed)
+        if self.mixing:
+            d = self.data
+            pairs = [np.asarray(x) for x in (d.pair_a, d.pair_b, d.pair_eps, d.pair_delta)]
+            rows = local_mix(table.reshape(-1, table.shape[-1]), np.asarray(d.cost),
+                             self.problem.prior.ravel(), *pairs)
+            if rows is not None:
+                mixed = repair(self.problem, rows.reshape(table.shape)).table
+                if (mixed_loss := self.problem.objective_value(mixed)) < loss:
+                    fixed, loss = mixed, mixed_loss
         if self.best is None or loss < self.best[0]:
             self.best = (loss, fixed)
 
