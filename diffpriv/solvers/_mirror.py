@@ -581,7 +581,7 @@ class MirrorRun:
         self.running = self.whole = None
         linear = not self.kinds and self.rows.any and not self.weights.epigraph
         self.dual = DualBound(self.data, operator(self.data)) if linear else None
-        # hockey-stick bounds between rows alone, every output allowed: per-row mixing (LOCAL_MIX)
+        # hockey-stick bounds between rows alone, every output allowed: per-row mixing (._local_mix)
         self.mixing = linear and self.data.mix_a.shape[0] == 0 and bool(
             np.all(np.asarray(self.data.pair_delta) > 0) and np.all(np.asarray(mask)))
 
