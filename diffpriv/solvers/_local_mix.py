@@ -65,8 +65,7 @@ def local_mix(rows: np.ndarray, cost: np.ndarray, prior: np.ndarray, pair_a: np.
     if pair_a.size == 0 or np.any(delta <= 0):
         return None
     n_rows, n_pairs = rows.shape[0], pair_a.size
-    weight = prior / prior.sum() if prior.sum() > 0 else np.full(n_rows, 1.0 / n_rows)
-    target = weight @ rows
+    target = prior @ rows / prior.sum()
     growth = np.exp(eps)
     p, q = rows[pair_a], rows[pair_b]
     c = np.broadcast_to(target, p.shape)

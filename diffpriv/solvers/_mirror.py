@@ -581,9 +581,13 @@ class MirrorRun:
         self.running = self.whole = None
         linear = not self.kinds and self.rows.any and not self.weights.epigraph
         self.dual = DualBound(self.data, operator(self.data)) if linear else None
-        # hockey-stick bounds between rows alone, every output allowed: per-row mixing (._local_mix)
-        self.mixing = linear and self.data.mix_a.shape[0] == 0 and bool(
-            np.all(np.asarray(self.data.pair_delta) > 0) and np.all(np.asarray(mask)))
+        # hockey-stick bounds between rows alone, every output allowed: the per-row mixing's
+        # arguments after the rows (cost, prior, the pairs' rows, ε and δ; :mod:`._local_mix`)
+        d, self.mixing = self.data, None
+        hockey_alone = d.mix_a.shape[0] == 0 and np.all(np.asarray(d.pair_delta) > 0)
+        if linear and hockey_alone and np.all(np.asarray(mask)):
+            pairs = (np.asarray(x) for x in (d.pair_a, d.pair_b, d.pair_eps, d.pair_delta))
+            self.mixing = (np.asarray(d.cost), problem.prior.ravel(), *pairs)
 
     def chunk(self) -> Chunk:
         mask, kinds = self.data.mask, self.kinds
@@ -688,11 +692,8 @@ class MirrorRun:
 
         fixed = repair(self.problem, table).table
         loss = self.problem.objective_value(fixed)
-        if self.mixing:
-            d = self.data
-            pairs = [np.asarray(x) for x in (d.pair_a, d.pair_b, d.pair_eps, d.pair_delta)]
-            rows = local_mix(table.reshape(-1, table.shape[-1]), np.asarray(d.cost),
-                             self.problem.prior.ravel(), *pairs)
+        if self.mixing is not None:
+            rows = local_mix(table.reshape(-1, table.shape[-1]), *self.mixing)
             if rows is not None:
                 mixed = repair(self.problem, rows.reshape(table.shape)).table
                 if (mixed_loss := self.problem.objective_value(mixed)) < loss:
