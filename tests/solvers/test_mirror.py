@@ -291,6 +291,31 @@ def test_mirror_prox_solves_hockey_stick_bounds_where_most_rows_weigh_nothing(tv
     assert result.status == "converged"  # approximate LDP's too since the L-BFGS bound (:mod:`._dual_bound`)
 
 
+@pytest.mark.parametrize("tv", [True, False])
+@float64
+def test_multiplier_steps_hold_in_float32_where_the_entries_underflow(tv):
+    """Hockey-stick bounds alone step in float32 (``_mirror._cast``); each multiplier moves by
+    ``G a / |G| a`` (``_mirror._ratios``), which must match the float64 quotient also at entries
+    below float32's range (``e^{−104}``, 0 there), where the quotient of the float32 entries is 0."""
+    from diffpriv.solvers._linear import linear_data, operator
+
+    problem = hockey_grid(3, tv)
+    op = operator(linear_data(problem))
+    size = op._replace(c_q=-op.c_q, mix=jnp.abs(op.mix))
+    mask = jnp.ones((9, 9), bool)
+    theta = jnp.asarray(np.random.default_rng(1).uniform(-300.0, 0.0, (9, 9)))
+    a = jnp.exp(theta)
+    expected = op.apply(a) / size.apply(a)
+    op32, size32, theta32 = _mirror._cast((op, size, theta), jnp.float32)
+    a32 = jnp.exp(theta32)
+    assert float(jnp.mean(a32 == 0)) > 0.5  # most entries underflow in float32
+    got = _mirror._ratios(op32, mask, theta32, a32, jnp.maximum(size32.apply(a32), 1e-38))
+    assert got.dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(expected), atol=1e-5)
+    underflowed = np.asarray(size32.apply(a32)) == 0
+    assert underflowed.sum() > 0 and np.abs(np.asarray(expected))[underflowed].max() > 0.5
+
+
 @pytest.mark.parametrize(("tv", "objective"), [(False, "expected"), (True, "expected"), (False, "worst")])
 def test_mirror_prox_solves_hockey_stick_bounds_alone_within_gap_tol_of_highs(tv, objective):
     """Approximate LDP or TV-DP with no divergence beside (a linear problem: the Lagrangian has
