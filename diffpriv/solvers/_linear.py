@@ -144,7 +144,7 @@ class Operator(NamedTuple):
                 return acc + c0[:, j, None] * clip(u[k]) + c1[:, j, None] * clip(u[k + kp])
 
             out = jax.lax.fori_loop(0, self.pair_inc.shape[1], slot,
-                                    jnp.zeros((r, u.shape[1]), dtype=u.dtype))
+                                    jnp.zeros((r, u.shape[1]), dtype=jnp.result_type(u, c0)))
         else:
             u0, u1 = clip(u[:kp]), clip(u[kp:2 * kp])
             cp, cq = self.c_p[:, None], self.c_q[:, None]

@@ -62,6 +62,14 @@ table's step is halved when the residuals stay above :data:`OFF` for :data:`HIGH
 both when chunks move nothing (:data:`STUCK`) with the residuals above the tightening; a run that
 would stop ``"stalled"`` within it loosens the tightening instead (:data:`LOOSEN`).
 
+**Precision.** With linear constraints alone (hockey-stick and ratio bounds under the expected
+loss: no divergence, no epigraph) the steps run in float32 (:func:`._x64.cast`) and all that is
+certified in float64: the bounds are taken at the float32 multipliers cast up (a bound holds at
+any multipliers), and each table is renormalised in float64 and repaired by the certifier's
+mixing. A chunk of TV-DP steps on a 16×16 grid took 0.82 s against 1.61 s in float64, to a table
+whose loss differed by 10⁻⁶ (relative). Divergences stay in float64: their ratios of small
+entries need it.
+
 Measured on ``benchmarks/divergence_optimality.py``'s KL-DP and Rényi-2-DP grids (4-neighbour
 pairs; ``--objective``, ``--beside``; ``benchmarks/RESULTS.md``).
 """
@@ -98,6 +106,7 @@ from diffpriv.solvers._linear import (
     tighten,
 )
 from diffpriv.solvers._local_mix import local_mix
+from diffpriv.solvers._x64 import cast
 
 __all__ = ["MirrorRun", "applies"]
 
@@ -385,7 +394,7 @@ def _ratios(op, mask, theta, a, size):
     """``G a / |G| a`` ``[M, Y]`` (each at most 1 in size) at the table ``a = exp(θ)`` on ``mask``,
     ``size`` being ``|G| a``. A pair row's ``(c_p P − c_q Q) / (c_p P + c_q Q)`` is
     ``tanh((θ_P − θ_Q + ln c_p − ln c_q) / 2)``, taken from the log-table so that it holds where
-    both entries are below float32's range (``e^{−104}``, :func:`_cast`): as a quotient of entries
+    both entries are below float32's range (``e^{−104}``, see *Precision*): as a quotient of entries
     that had underflowed to 0 it was 0 there, the multipliers of outputs no row uses stopped
     moving, and TV-DP on a 5×5 grid whose prior sits on 4 cells stalled 1.3 % short in float32
     (``tests/solvers/test_mirror.py``; converged with this). It is ±1 where one entry is off the
@@ -413,7 +422,7 @@ def _capped(v, step, delta, start):
     a few passes (10× faster than sorting the rows). It starts from ``start``, the rows' last level
     (their largest multiplier), and stops once the rows whose level is positive (``F(0) > 0``) no
     longer rise (any level at or below 0 gives 0; the passes rise from the first in exact
-    arithmetic). In float32 (:func:`_cast`) waiting instead for every level to stand still made a
+    arithmetic). In float32 (*Precision*) waiting instead for every level to stand still made a
     chunk of TV-DP steps on 32×32 take 37–41 s; stopping once none rises, 17.5 s (float64: 36 s
     either way). Between the 4-neighbour cells of a 24×24 grid the prox then took 2 passes
     where a start from 0 to the last row took 7 (TV-DP; approximate local
@@ -534,20 +543,6 @@ def _chunk(weights, rows, mask, nl, kinds, theta, lam, nu, u, eta, sigma):
     return last, tuple(t / STEPS for t in total)
 
 
-def _cast(tree, dtype):
-    """``tree`` with its floating-point arrays as ``dtype``. With linear constraints alone
-    (hockey-stick and ratio bounds under the expected loss: no divergence, no epigraph) the steps
-    run in float32 and all that is certified in float64: the bounds are taken at the float32
-    multipliers cast up (a bound holds at any multipliers), and each table is renormalised in
-    float64 and repaired by the certifier's mixing. A chunk of TV-DP steps on a 16×16 grid took
-    0.82 s against 1.61 s in float64, to a table whose loss differed by 10⁻⁶ (relative).
-    Divergences stay in float64: their ratios of small entries need it."""
-    def cast(x):
-        return x.astype(dtype) if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating) else x
-
-    return jax.tree.map(cast, tree)
-
-
 def _averaged(weights, mask, mean):
     """The iterate ``(θ, λ, ν, u)`` of an average ``(A, λ, e^ν, u)`` of iterates (:func:`_chunk`):
     the log-table and the log-weights of the averaged probabilities."""
@@ -620,8 +615,9 @@ class MirrorRun:
         self.total, self.done = opt.steps, 0
         self.bound, self.best = max(smallest_objective(problem), floor), None
         linear = not self.kinds and self.rows.any and not self.weights.epigraph
-        self.dtype = jnp.float32 if linear else jnp.float64  # the steps' (:func:`_cast`)
-        self.theta, self.lam, self.nu, self.u = _cast((self.theta, self.lam, self.nu, self.u), self.dtype)
+        self.dtype = jnp.float32 if linear else jnp.float64  # the steps' (*Precision*)
+        self.theta, self.lam, self.nu, self.u = cast((self.theta, self.lam, self.nu, self.u), self.dtype)
+        self.stepping = cast((self.weights, self.rows), self.dtype)  # the chunks' weights and rows
         self.table = self._table(self.theta)
         # (sum of the chunks' averages, their count): since the steps last changed, and over the run
         self.running = self.whole = None
@@ -637,8 +633,7 @@ class MirrorRun:
     def chunk(self) -> Chunk:
         mask, kinds = self.data.mask, self.kinds
         start = (self.theta, self.lam, self.nu, self.u)
-        stepping = _cast((self.weights, self.rows), self.dtype)
-        (theta, lam, nu, u), mean = _chunk(*stepping, mask, self.nl, kinds, *start, self.eta, self.sigma)
+        (theta, lam, nu, u), mean = _chunk(*self.stepping, mask, self.nl, kinds, *start, self.eta, self.sigma)
         self.done += STEPS
         worst = float(jnp.max(residuals(self.nl, kinds, jnp.where(mask, theta, -jnp.inf)), initial=0.0))
         finite = all(bool(jnp.all(jnp.isfinite(v))) for v in (theta, lam, u))
@@ -661,7 +656,7 @@ class MirrorRun:
         for point in points:
             for eta in etas:
                 bound = _bound(self.data, self.weights, self.rows, self.nl, self.true_nl, kinds,
-                               *_cast(point, jnp.float64), eta, self.sigma, self.scale)
+                               *cast(point, jnp.float64), eta, self.sigma, self.scale)
                 self.bound = max(self.bound, float(bound))
         if self.dual is not None and at != "last":  # linear constraints alone: L-BFGS on their dual
             self.bound = max(self.bound, self.dual.raised(self.scale * u.astype(jnp.float64)))
@@ -691,6 +686,7 @@ class MirrorRun:
         self.tight, self.loosened = self.tight / LOOSEN, self.loosened + 1
         self.nl = self.true_nl._replace(eps=tuple(e * (1.0 - self.tight) for e in self.true_nl.eps))
         self.rows = _rows(self.data, self.weights.uniform(), self.kinds, self.tight)[0]
+        self.stepping = cast((self.weights, self.rows), self.dtype)
         self.since, self.running, self.trace = 0, None, []
 
     def _accumulate(self, mean) -> None:

@@ -2,13 +2,25 @@
 bound need the precision (the certifier, numpy, is float64 anyway). The public entry points that
 run JAX are wrapped in :func:`float64`, which turns JAX's x64 mode on for the call (its thread)
 and back off after it, so importing diffpriv changes nothing in the importing program;
-:func:`require` is the check of the one driver every run goes through."""
+:func:`require` is the check of the one driver every run goes through. Where a solver's steps
+need less (mirror-prox on linear constraints alone, :mod:`._mirror`, and the L-BFGS bound beside
+it, :mod:`._dual_bound`), they run in float32 on copies made by :func:`cast`, and what is
+certified is computed in float64 again."""
 
 from __future__ import annotations
 
 import functools
 
 import jax
+import jax.numpy as jnp
+
+
+def cast(tree, dtype):
+    """``tree`` with its floating-point arrays as ``dtype``, its other leaves as they are."""
+    def one(x):
+        return x.astype(dtype) if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating) else x
+
+    return jax.tree.map(one, tree)
 
 
 def float64(fn):

@@ -14,7 +14,7 @@ import diffpriv as dp
 from diffpriv.solvers import _methods, _mirror
 from diffpriv.solvers._driver import Status
 from diffpriv.solvers._optimizer import Optimizer
-from diffpriv.solvers._x64 import float64
+from diffpriv.solvers._x64 import cast, float64
 
 pytest.importorskip("cvxpy")
 
@@ -294,7 +294,7 @@ def test_mirror_prox_solves_hockey_stick_bounds_where_most_rows_weigh_nothing(tv
 @pytest.mark.parametrize("tv", [True, False])
 @float64
 def test_multiplier_steps_hold_in_float32_where_the_entries_underflow(tv):
-    """Hockey-stick bounds alone step in float32 (``_mirror._cast``); each multiplier moves by
+    """Hockey-stick bounds alone step in float32 (``_x64.cast``); each multiplier moves by
     ``G a / |G| a`` (``_mirror._ratios``), which must match the float64 quotient also at entries
     below float32's range (``e^{−104}``, 0 there), where the quotient of the float32 entries is 0."""
     from diffpriv.solvers._linear import linear_data, operator
@@ -306,7 +306,7 @@ def test_multiplier_steps_hold_in_float32_where_the_entries_underflow(tv):
     theta = jnp.asarray(np.random.default_rng(1).uniform(-300.0, 0.0, (9, 9)))
     a = jnp.exp(theta)
     expected = op.apply(a) / size.apply(a)
-    op32, size32, theta32 = _mirror._cast((op, size, theta), jnp.float32)
+    op32, size32, theta32 = cast((op, size, theta), jnp.float32)
     a32 = jnp.exp(theta32)
     assert float(jnp.mean(a32 == 0)) > 0.5  # most entries underflow in float32
     got = _mirror._ratios(op32, mask, theta32, a32, jnp.maximum(size32.apply(a32), 1e-38))
