@@ -1,6 +1,7 @@
 """The smoothed linear dual's L-BFGS bound (``diffpriv.solvers._dual_bound``): below HiGHS's
-optimum at every call and from any multipliers, the exact dual at the point it reports, rising
-between restarts; mirror-prox's runs of hockey-stick bounds alone converge sooner with it."""
+optimum at every call and from any multipliers, the exact dual (float64) at the point its float32
+steps reach, rising between restarts; mirror-prox's runs of hockey-stick bounds alone converge
+sooner with it."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -38,7 +39,7 @@ def test_the_bound_holds_at_every_call_and_rises(tv):
         bounds = [dual.raised(u) for _ in range(6)]  # the third and sixth calls start again from u
         assert max(bounds) <= optimum * (1 + 1e-9)
         assert dual.value == pytest.approx(float(lower_bound(data, dual.u, op=op)), rel=1e-12)
-        assert bool(jnp.all(dual.u >= 0))
+        assert bool(jnp.all(dual.u >= 0)) and dual.u.dtype == jnp.float32  # steps in float32
         assert start < bounds[0] < bounds[1] and bounds[2] < bounds[3] < bounds[4], (scale, start, bounds)
 
 
