@@ -52,11 +52,13 @@ STEPS, RESTART = 100, 3
 """L-BFGS steps per call (every other mirror-prox chunk), and a fresh start from the run's
 multipliers every third call: the start matters more than the steps (300 steps from the
 multipliers of the 400th, 1,000th and 2,000th mirror-prox step gave 1.200, 1.216 and 1.220, and
-1,000 from the 400th only 1.214), and the run's own multipliers keep improving. A call costs
-about 1 s on a 16×16 grid (a chunk of 200 mirror-prox steps: 0.6 s) and 4.2 s on 24×24 (6 s).
-Against every chunk with a restart every fifth, five seeds of TV-DP and approximate LDP took
-47 and 43 s against 60 and 40 s (16×16 grids), 16 and 8 s against 17 and 9 s (the Sacramento
-sales on 10×10 cells), and on 24×24 (seed 1) 54 and 68 s against 70 and 68 s."""
+1,000 from the 400th only 1.214), and the run's own multipliers keep improving. In float64 a call
+cost about 1 s on a 16×16 grid (a chunk of 200 mirror-prox steps: 0.6 s) and 4.2 s on 24×24 (6 s);
+in float32 (module docstring) 3 s on 24×24 and 14 s on 32×32 (a float32 chunk: 5 and 19 s), where
+calling it on every chunk instead took TV-DP on 24×24 (seed 0) 141 s against 129 s. Against
+every chunk with a restart every fifth, five seeds of TV-DP and approximate LDP took 47 and 43 s
+against 60 and 40 s (16×16 grids), 16 and 8 s against 17 and 9 s (the Sacramento sales on 10×10
+cells), and on 24×24 (seed 1) 54 and 68 s against 70 and 68 s."""
 
 _OPT = optax.lbfgs(memory_size=10)
 
