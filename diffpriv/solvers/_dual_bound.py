@@ -25,9 +25,6 @@ approximate LDP's steps (3,600 to 8,400 over seeds 0 and 1), so L-BFGS stays. Re
 of ``u`` after a call (L-BFGS over one scale per row, the row's shape kept) raised a call's bound
 further (TV-DP on 24×24: 3.333 to 3.486) but saved no time in the runs, so it is not done.
 
-The operator may be one way (:func:`._linear.operator`; TV-DP beside mirror-prox, which steps
-on the same rows): half the variables, and the bound is the same dual's.
-
 The steps run in float32 (:func:`._x64.cast`), the bound at their end in float64. From the
 1,200th step's multipliers of TV-DP on a 24×24 grid (seed 0), 100 and 300 steps took 2.97 and
 9.55 s against 7.51 and 22.51 s in float64, to bounds of 3.5133 and 3.5874 against 3.5128 and

@@ -20,10 +20,7 @@ feasibility and balances the dual step sizes. ``G`` is never built:
 * **mixture blocks** (lifted item laws: distribution privacy) are dense rows ``[2 K_mix, R]``.
 
 Multiplier rows are ordered: pairs direction 0, pairs direction 1, mixtures direction 0,
-mixtures direction 1. An operator built ``one_way`` (:func:`operator`) keeps the pairs' direction
-0 alone: at ``ε = 0`` between rows that sum to 1 the two directions are the same bound
-(``Σ_y max(0, P − Q) = Σ_y max(0, Q − P)``: TV-DP), and at any ``ε`` the bounds kept are a subset,
-so every lower bound below holds for them too.
+mixtures direction 1.
 
 The epigraph objectives minimise ``t`` subject to ``ℓ(A) ≤ t`` with ``ℓ`` one of
 (:func:`epigraph_values`): the row losses ``ℓ_r = Σ_y L[x_r, y] A[r, y]`` (worst case, ``ν ≥ 0``
@@ -108,23 +105,12 @@ class Operator(NamedTuple):
     c_p: jax.Array  # [Kp] e^{-ε}/(1 + e^{-ε})
     c_q: jax.Array  # [Kp] 1/(1 + e^{-ε})
     mix: jax.Array  # [2 Km, R] normalised dense rows
-    delta: jax.Array  # [M]: M − 2 Km pair rows, 2 Kp or Kp (one way)
+    delta: jax.Array  # [M]
 
     @property
     def n_rows(self) -> int:
         """``R``, the number of table rows (static)."""
         return self.mix.shape[1]
-
-    @property
-    def pair_rows(self) -> int:
-        """The rows of ``G`` from pairs (static): ``2 Kp``, or ``Kp`` one way."""
-        return self.delta.shape[0] - self.mix.shape[0]
-
-    @property
-    def one_way(self) -> bool:
-        """Whether the pairs' direction 0 alone is kept (static; module docstring)."""
-        kp = self.pair_a.shape[0]
-        return kp > 0 and self.pair_rows == kp
 
     def apply(self, a: jax.Array) -> jax.Array:
         """``G a``: ``[R, Y] -> [M, Y]``."""
@@ -135,8 +121,7 @@ class Operator(NamedTuple):
         reductions that need not hold ``G a`` whole."""
         pa, pb = a[self.pair_a], a[self.pair_b]
         cp, cq = self.c_p[:, None], self.c_q[:, None]
-        forward = cp * pa - cq * pb
-        return forward, forward[:0] if self.one_way else cp * pb - cq * pa, self.mix @ a
+        return cp * pa - cq * pb, cp * pb - cq * pa, self.mix @ a
 
     def transpose(self, u: jax.Array, positive: bool = False) -> jax.Array:
         """``Gᵀ u``: ``[M, Y] -> [R, Y]`` (``Gᵀ max(u, 0)`` with ``positive``). Pair rows are
@@ -144,9 +129,9 @@ class Operator(NamedTuple):
         multipliers' size), or by scatter-adds when the incidence lists were too uneven to
         keep."""
         kp = self.pair_a.shape[0]
-        r, two = self.n_rows, not self.one_way  # static
+        r = self.n_rows
         clip = (lambda x: jnp.maximum(x, 0.0)) if positive else (lambda x: x)  # noqa: E731
-        um = clip(u[self.pair_rows:])
+        um = clip(u[2 * kp:])
         if self.pair_inc.shape[1]:  # static
             side = self.pair_side.astype(self.c_p.dtype)
             cp_r, cq_r = self.c_p[self.pair_inc], self.c_q[self.pair_inc]
@@ -156,33 +141,29 @@ class Operator(NamedTuple):
 
             def slot(j, acc):  # one incidence slot at a time: a fused gather, no [R, D, Y]
                 k = self.pair_inc[:, j]  # rows of u itself: slices of u would be copied
-                acc = acc + c0[:, j, None] * clip(u[k])
-                return acc + c1[:, j, None] * clip(u[k + kp]) if two else acc
+                return acc + c0[:, j, None] * clip(u[k]) + c1[:, j, None] * clip(u[k + kp])
 
             out = jax.lax.fori_loop(0, self.pair_inc.shape[1], slot,
                                     jnp.zeros((r, u.shape[1]), dtype=jnp.result_type(u, c0)))
         else:
-            u0 = clip(u[:kp])
-            u1 = clip(u[kp:2 * kp]) if two else jnp.zeros_like(u0)
+            u0, u1 = clip(u[:kp]), clip(u[kp:2 * kp])
             cp, cq = self.c_p[:, None], self.c_q[:, None]
             out = jax.ops.segment_sum(cp * u0 - cq * u1, self.pair_a, num_segments=r)
             out = out + jax.ops.segment_sum(cp * u1 - cq * u0, self.pair_b, num_segments=r)
         return out + self.mix.T @ um
 
     def abs_column_sums(self) -> jax.Array:
-        """``Σ_i |G[i, r]|``, ``[R]``: every pair touching row ``r`` adds exactly 1 (``c_p`` or
-        ``c_q`` one way)."""
+        """``Σ_i |G[i, r]|``, ``[R]``: every pair touching row ``r`` adds exactly 1."""
         ones = jnp.ones_like(self.c_p)
-        wa, wb = (self.c_p, self.c_q) if self.one_way else (ones, ones)
         r = self.n_rows
-        pairs = (jax.ops.segment_sum(wa, self.pair_a, num_segments=r)
-                 + jax.ops.segment_sum(wb, self.pair_b, num_segments=r))
+        pairs = (jax.ops.segment_sum(ones, self.pair_a, num_segments=r)
+                 + jax.ops.segment_sum(ones, self.pair_b, num_segments=r))
         return pairs + jnp.abs(self.mix).sum(axis=0)
 
     def abs_row_sums(self) -> jax.Array:
         """``Σ_r |G[i, r]|``, ``[M]``: 1 for every row (they are normalised), 0 for empty ones."""
-        pairs = jnp.ones(self.pair_rows, dtype=self.c_p.dtype)
-        return jnp.concatenate([pairs, jnp.abs(self.mix).sum(axis=1)])
+        kp = self.pair_a.shape[0]
+        return jnp.concatenate([jnp.ones(2 * kp, dtype=self.c_p.dtype), jnp.abs(self.mix).sum(axis=1)])
 
 
 def linear_data(problem: Problem, dtype=jnp.float64, *, outputs: slice | None = None,
@@ -393,9 +374,8 @@ def tighten(data: LinearData, rel: float = 1e-7, eps_abs: float = 1e-8,
                          pair_delta=delta(data.pair_delta), mix_delta=delta(data.mix_delta))
 
 
-def operator(data: LinearData, *, one_way: bool = False) -> Operator:
-    """The normalised constraint operator of ``data`` (module docstring); ``one_way`` (static)
-    keeps the pairs' direction 0 alone."""
+def operator(data: LinearData) -> Operator:
+    """The normalised constraint operator of ``data`` (module docstring)."""
     r = jnp.exp(-data.pair_eps)
     c_q = 1.0 / (1.0 + r)
     c_p = r * c_q
@@ -403,8 +383,7 @@ def operator(data: LinearData, *, one_way: bool = False) -> Operator:
     g = jnp.concatenate([rm * data.mix_a - data.mix_b, rm * data.mix_b - data.mix_a], axis=0)
     norm = jnp.maximum(jnp.abs(g).sum(axis=1), jnp.finfo(g.dtype).tiny)
     mix_delta = jnp.concatenate([data.mix_delta, data.mix_delta]) * jnp.concatenate([rm[:, 0], rm[:, 0]])
-    pair_delta = data.pair_delta * c_p
-    delta = jnp.concatenate([pair_delta, *(() if one_way else (pair_delta,)), mix_delta / norm])
+    delta = jnp.concatenate([data.pair_delta * c_p, data.pair_delta * c_p, mix_delta / norm])
     return Operator(data.pair_a, data.pair_b, data.pair_inc, data.pair_side, c_p, c_q,
                     g / norm[:, None], delta)
 
@@ -416,11 +395,10 @@ def sparse_matrix(op: Operator) -> tuple[scipy.sparse.csr_array, np.ndarray]:
     kp = pa.size
     mix = scipy.sparse.csr_array(np.asarray(op.mix))
     k = np.arange(kp)
-    ways = 1 if op.one_way else 2
-    rows = np.concatenate([k, k, kp + k, kp + k][:2 * ways])
-    cols = np.concatenate([pa, pb, pb, pa][:2 * ways])
-    vals = np.concatenate([cp, -cq, cp, -cq][:2 * ways])
-    pairs = scipy.sparse.csr_array((vals, (rows, cols)), shape=(ways * kp, op.n_rows))
+    rows = np.concatenate([k, k, kp + k, kp + k])
+    cols = np.concatenate([pa, pb, pb, pa])
+    vals = np.concatenate([cp, -cq, cp, -cq])
+    pairs = scipy.sparse.csr_array((vals, (rows, cols)), shape=(2 * kp, op.n_rows))
     return scipy.sparse.vstack([pairs, mix], format="csr"), np.asarray(op.delta)
 
 

@@ -35,12 +35,7 @@ violation relative to the entries each row compares, or for δ > 0 proximal ones
 The bound of :func:`._linear.lower_bound` holds with the same term. With no divergence at all
 (approximate local DP or TV-DP alone, a linear problem: :func:`._methods.mirror_runs`) the
 Lagrangian has no ``λ`` block and the run is the same; HiGHS solves the LP, which lifts each
-hockey-stick's positive parts, more slowly from about 10×10 grids. TV-DP's bounds (the
-hockey-stick at ``ε = 0``) keep one direction's multipliers per pair (:func:`._linear.operator`'s
-``one_way``: between rows that sum to 1 the other direction is the same bound), each stepping
-twice as far (the two directions' multipliers moved their difference by two steps at a time), and
-so does the L-BFGS bound below: on a 32×32 grid (seed 0) a chunk took 9.3 s against 16.2 s, and
-the run 3,600 steps and 297 s against 3,000 steps and 452 s (:data:`ONE_WAY_OFF`).
+hockey-stick's positive parts, more slowly from about 10×10 grids.
 
 **Bound.** Every chunk, a few mirror steps on ``A`` at fixed ``(λ, ν, u)`` bring ``A`` towards
 the minimiser of ``L(·, λ, ν, u)``, and the Lagrangian linearised there
@@ -197,16 +192,6 @@ chunks, to 1/64 by chunk 30, and the run stopped ``"stalled"`` at a 52 % gap); w
 it converged. Undoing every chunk whose residual jumped above 0.1 was tried and dropped: a
 transient of the first chunks then halved the steps until nothing moved (Rényi-2 DP on a 6×6
 grid, seed 0: 1,497 % after 100,000 steps)."""
-
-ONE_WAY_OFF = 0.3
-"""With TV-DP's one-way multipliers (each stepping twice as far, module docstring) the table's step
-is also halved when the hockey-stick bounds' largest excess over their tightened budgets
-(relative, :func:`_hockey_excess`) stays above 0.3 for :data:`HIGH` chunks (the linear rows are
-otherwise left out of the residual, :data:`LINEAR`). On a 5×5 grid whose prior sits on 4 cells
-(TV-DP at 0.05) the run cycled 50–60 % over a budget and stopped ``"stalled"`` 2.3 % above
-HiGHS's optimum after 68,000 steps; with this it converged in 2,400. At 0.1 the rule also halved
-the step on a 16×16 Gaussian-mixture grid (seed 0) at the 1,200th step, whose excess fell below
-0.1 by itself by the 1,400th, and the run took more than 6,000 steps instead of 4,200."""
 
 LOOSEN, LOOSENINGS = 10.0, 2
 """When the run would stop ``"stalled"`` (:data:`STALL`) with the residuals within the tightening,
@@ -414,6 +399,7 @@ def _ratios(op, mask, theta, a, size):
     moving, and TV-DP on a 5×5 grid whose prior sits on 4 cells stalled 1.3 % short in float32
     (``tests/solvers/test_mirror.py``; converged with this). It is ±1 where one entry is off the
     support, 0 where both are; mixture rows are the quotient itself."""
+    kp = op.pair_a.shape[0]
     shift = (jnp.log(op.c_p) - jnp.log(op.c_q))[:, None]
 
     def side(p, q):  # c_p A_p − c_q A_q over its size
@@ -422,9 +408,8 @@ def _ratios(op, mask, theta, a, size):
         inner = jnp.tanh(jnp.where(both, theta[p] - theta[q] + shift, 0.0) / 2)
         return jnp.where(both, inner, mp.astype(inner.dtype) - mq.astype(inner.dtype))
 
-    backward = () if op.one_way else (side(op.pair_b, op.pair_a),)
-    mixtures = (op.mix @ a) / size[op.pair_rows:]
-    return jnp.concatenate([side(op.pair_a, op.pair_b), *backward, mixtures], axis=0)
+    return jnp.concatenate([side(op.pair_a, op.pair_b), side(op.pair_b, op.pair_a),
+                            (op.mix @ a) / size[2 * kp:]], axis=0)
 
 
 def _capped(v, step, delta, start):
@@ -470,15 +455,12 @@ until it stops: a row has at most ``Y`` of them)."""
 
 def _rows(data, rate_cost, kinds, tight: float) -> tuple[Rows, jax.Array]:
     """``(rows, u = 0)``: :class:`Rows` of ``data``'s linear constraints, budgets tightened by
-    ``tight`` (relative); ``kinds``: the run's divergences (:func:`_row_costs`). Pairs all at
-    ``ε = 0`` (TV-DP) keep one direction (module docstring)."""
-    one_way = data.pair_a.shape[0] > 0 and not np.any(np.asarray(data.pair_eps))
-    op = operator(tighten(data, rel=tight), one_way=one_way)
+    ``tight`` (relative); ``kinds``: the run's divergences (:func:`_row_costs`)."""
+    op = operator(tighten(data, rel=tight))
     size = op._replace(c_q=-op.c_q, mix=jnp.abs(op.mix))
     square = op._replace(c_p=op.c_p**2, c_q=-op.c_q**2, mix=op.mix**2)
     norm = square.apply(jnp.ones((op.n_rows, 1)))
     rate = size.apply(_row_costs(rate_cost, data.mask, kinds)[:, None]) / jnp.maximum(norm, 1e-300)
-    rate = 2.0 * rate if one_way else rate  # the two ways' multipliers moved u0 − u1 by twice a step
     delta = op.delta if bool(jnp.any(op.delta > 0)) else op.delta[:0]
     return Rows(op, size, rate, delta), jnp.zeros((rate.shape[0], data.mask.shape[1]))
 
@@ -561,16 +543,6 @@ def _chunk(weights, rows, mask, nl, kinds, theta, lam, nu, u, eta, sigma):
     return last, tuple(t / STEPS for t in total)
 
 
-@jax.jit
-def _hockey_excess(op, mask, theta):
-    """The largest ``Σ_y (G A)_i⁺ / δ_i − 1`` over the rows ``i`` of ``op`` with ``δ_i > 0``, at the
-    table ``exp(θ)``: how far the hockey-stick bounds are over their budgets (relative)."""
-    a = jnp.where(mask, jnp.exp(theta), 0.0)
-    over = jnp.sum(jnp.maximum(op.apply(a), 0.0), axis=1)
-    slack = op.delta > 0
-    return jnp.max(jnp.where(slack, over / jnp.where(slack, op.delta, 1.0) - 1.0, -1.0), initial=-1.0)
-
-
 def _averaged(weights, mask, mean):
     """The iterate ``(θ, λ, ν, u)`` of an average ``(A, λ, e^ν, u)`` of iterates (:func:`_chunk`):
     the log-table and the log-weights of the averaged probabilities."""
@@ -600,7 +572,7 @@ def _bound(data, weights, rows, nl, true_nl, kinds, theta, lam, nu, u, eta, sigm
     theta = jax.lax.fori_loop(0, REFINE, step, theta)
     table = jnp.where(mask, jnp.exp(theta), 0.0)
     table = table / jnp.sum(table, axis=1, keepdims=True)
-    nu, op = (jnp.exp(nu) if weights.epigraph else None), operator(data, one_way=rows.op.one_way)
+    nu, op = (jnp.exp(nu) if weights.epigraph else None), operator(data)
     with_lam = lower_bound(data, scale * u, nu, worst=weights.epigraph, op=op,
                            linearized=linearized(true_nl, kinds, table, scale * lam))
     return jnp.maximum(with_lam, lower_bound(data, scale * u, nu, worst=weights.epigraph, op=op))
@@ -649,8 +621,7 @@ class MirrorRun:
         self.table = self._table(self.theta)
         # (sum of the chunks' averages, their count): since the steps last changed, and over the run
         self.running = self.whole = None
-        bound_op = operator(self.data, one_way=self.rows.op.one_way)  # the rows the steps keep
-        self.dual = DualBound(self.data, bound_op) if linear else None
+        self.dual = DualBound(self.data, operator(self.data)) if linear else None
         # hockey-stick bounds between rows alone, every output allowed: the per-row mixing's
         # arguments after the rows (cost, prior, the pairs' rows, ε and δ; :mod:`._local_mix`)
         d, self.mixing = self.data, None
@@ -671,10 +642,7 @@ class MirrorRun:
             self.eta, self.sigma, self.running = self.eta / 2, self.sigma / 2, None
             return Chunk(self.done, self._gap())
         self._accumulate(mean)
-        over = 0.0  # TV-DP's hockey-stick bounds' excess (ONE_WAY_OFF)
-        if self.rows.op.one_way:
-            over = float(_hockey_excess(self.rows.op, mask, theta.astype(jnp.float64)))
-        self.high = self.high + 1 if worst > OFF or over > ONE_WAY_OFF else 0
+        self.high = self.high + 1 if worst > OFF else 0
         if self.high >= HIGH:  # stuck above the budgets: a cycle the steps are too long for
             self.eta, self.high, self.running = self.eta / 2, 0, None
         self.theta, self.lam, self.nu, self.u = theta, lam, nu, u
