@@ -380,7 +380,7 @@ def test_the_hockey_stick_prox_is_the_convex_programs_minimiser():
         want[k] = x.value
     level = want.max(axis=1)
     for start in (0 * level, level, 0.5 * level, level + 0.3, np.full(6, 10.0), rng.uniform(0, 2, 6)):
-        got = np.asarray(_mirror._capped(jnp.asarray(v), jnp.asarray(step), jnp.asarray(delta),
+        got = np.asarray(_mirror._capped(jnp.asarray(v), jnp.asarray(1 / step), jnp.asarray(delta),
                                          jnp.asarray(start)))
         np.testing.assert_allclose(got, want, atol=1e-5)
         np.testing.assert_array_equal(got[0], np.maximum(v[0], 0.0))
