@@ -446,15 +446,16 @@ def _capped(v, w, delta, start):
 
     def again(carry):
         theta, last, i = carry
+        if not few:
+            return level(v, w, delta, theta), theta, i + 1
         up = (theta > last) & positive
 
-        def some(_):  # the rising rows, padded with others (whose level stays where it is)
+        def some(theta):  # the rising rows, padded with others (whose level stays where it is)
             rows = jax.lax.top_k(up.astype(v.dtype), few)[1]
             return theta.at[rows].set(level(v[rows], w[rows], delta[rows], theta[rows]))
 
-        if not few:
-            return level(v, w, delta, theta), theta, i + 1
-        return jax.lax.cond(jnp.sum(up) <= few, some, lambda _: level(v, w, delta, theta), None), theta, i + 1
+        every = lambda theta: level(v, w, delta, theta)  # noqa: E731
+        return jax.lax.cond(jnp.sum(up) <= few, some, every, theta), theta, i + 1
 
     first = level(v, w, delta, start)
     theta, _, _ = jax.lax.while_loop(rising, again, (level(v, w, delta, first), first, 0))
