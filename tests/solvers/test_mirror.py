@@ -210,6 +210,27 @@ def test_a_run_that_moves_nothing_stops_stalled(monkeypatch):
 
 
 @float64
+def test_a_run_on_a_cycle_halves_its_steps_before_it_stops_stalled(monkeypatch):
+    """Where the stall rule holds but the objective still swings over the trace (a cycle), the
+    steps are halved instead, at most ``CYCLES`` times; an objective standing still is no cycle."""
+    run = _mirror.MirrorRun(Optimizer(gap_tol=1e-3), kl_grid(eps=0.3), 0)
+    run.trace = [(1.0, 2.0 + 0.01 * (i % 2), 0.0) for i in range(_mirror.STALL + 1)]
+    assert run._cycling()
+    run.trace = [(1.0, 2.0 + 1e-6 * (i % 2), 0.0) for i in range(_mirror.STALL + 1)]
+    assert not run._cycling()
+    monkeypatch.setattr(run, "_still", lambda chunks, fraction, fall: chunks == _mirror.STALL)
+    monkeypatch.setattr(run, "_cycling", lambda: True)
+    monkeypatch.setattr(run, "_gap", lambda: 1.0)
+    run.loosened = _mirror.LOOSENINGS  # the tightening's own rule aside
+    etas = []
+    for _ in range(_mirror.CYCLES):
+        assert run.chunk().status is None
+        etas.append(run.eta)
+    assert etas == [_mirror.ETA / 2 ** (k + 1) for k in range(_mirror.CYCLES)]
+    assert run.chunk().status == Status.STALLED
+
+
+@float64
 def test_only_tables_near_their_budgets_are_offered_to_the_repair(monkeypatch):
     """A chunk's table goes to the certifier's repair (seconds on large tables) only within
     ``REPAIRABLE · gap_tol`` of its real budgets: the uniform table is within them, the
