@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 from diffpriv._files import json_number
@@ -48,9 +49,9 @@ class Design:
         return relative_gap(self.certificate.loss, self.result.lower_bound)
 
 
-def design(problem: Problem, *, seed: int = 0, steps: int | None = None, progress: bool = False,
-           init=None, meta: dict[str, Any] | None = None, quantize: int | None = None,
-           **options) -> Design:
+def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
+           progress: bool | Callable[[int, int, float], None] = False, init=None,
+           meta: dict[str, Any] | None = None, quantize: int | None = None, **options) -> Design:
     """Optimizes ``problem`` and certifies the table (repairing it if needed).
 
     Args:

@@ -177,15 +177,19 @@ def _restricted(pre: Presolved, init):
     return pre.restrict(np.asarray(table))
 
 
-def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0, progress: bool = False,
-             init=None, **options) -> OptimizeResult:
+def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0,
+             progress: bool | Callable[[int, int, float], None] = False, init=None,
+             **options) -> OptimizeResult:
     """Finds a near-optimal table for ``problem`` (one call: configure and run).
 
     Args:
       problem: the problem.
       steps: maximum number of steps (default: :class:`Optimizer`'s).
       seed: PRNG seed of the starting jitter; results are deterministic for a seed.
-      progress: show a progress bar (rich, on stderr, when it is a terminal) between chunks.
+      progress: show a progress bar (rich, on stderr, when it is a terminal) between chunks; or a
+        callable ``progress(done, total, gap)`` called between chunks with the steps done and the
+        limit (in the solver's unit: rounds for cutting planes), and the best table's relative gap
+        to the bound so far (``inf`` while there is none): a log line per chunk on a long run.
       init: warm start, a :class:`~diffpriv.mechanisms.Mechanism` or a table of the problem's shape.
       **options: other :class:`Optimizer` fields (``period``, ``omega``, ``gap_tol``, ...).
     """

@@ -1,4 +1,5 @@
-"""The optimizer's progress bar (rich, on stderr, transient), shared by the API and the CLI."""
+"""The optimizer's progress bar (rich, on stderr, transient), shared by the API and the CLI, or the
+caller's own report (a log line per chunk on a long run whose stderr is a file)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,14 @@ __all__ = ["progress_bar"]
 
 
 @contextlib.contextmanager
-def progress_bar(show: bool = True) -> Iterator[Callable[[int, int, float], None] | None]:
-    """Yields the ``progress(done, total, gap)`` callback of :class:`diffpriv.solvers.Optimizer`, or
-    ``None`` when ``show`` is false or stderr is not a terminal (so piped output stays clean)."""
+def progress_bar(show: bool | Callable[[int, int, float], None] = True,
+                 ) -> Iterator[Callable[[int, int, float], None] | None]:
+    """Yields the ``progress(done, total, gap)`` callback of :class:`diffpriv.solvers.Optimizer`:
+    ``show`` itself when it is one; else a bar's, or ``None`` when ``show`` is false or stderr is not
+    a terminal (so piped output stays clean)."""
+    if callable(show):
+        yield show
+        return
     from rich.console import Console
 
     err = Console(stderr=True)

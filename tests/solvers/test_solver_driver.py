@@ -97,6 +97,18 @@ def test_drive_stops_on_the_runs_status_or_its_step_limit_and_reports_each_chunk
     assert (limited.status, limited.steps) == ("step limit", 100)
 
 
+def test_design_and_optimize_hand_a_callable_progress_each_chunk():
+    problem = dp.problems.random_problem(0, n_in=4, n_out=4)
+    for run in (dp.design, dp.optimize):
+        seen = []
+        out = run(problem, method="pdhg", steps=5000, chunk=1,
+                  progress=lambda *report, seen=seen: seen.append(report))
+        result = out.result if run is dp.design else out
+        assert seen and [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)
+        assert seen[-1][0] == result.steps and {t for _, t, _ in seen} == {5000}
+        assert result.status == "converged" and seen[-1][2] <= result.options["gap_tol"]
+
+
 def test_route_names_one_run_per_method_and_the_fallbacks_of_auto():
     from test_methods import _kl
 
