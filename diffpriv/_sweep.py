@@ -11,10 +11,15 @@ calibrated to it, and, with an output folder, the point is written before the ne
 
 A sweep that is stopped (Ctrl-C, a kill, a power cut) and run again into the same folder with the
 same problem, budgets and settings resumes: a budget counts as done when its row is in
-``frontier.csv`` and its certificate is on disk, so none is lost or solved twice. Every file is
-written atomically (a temporary file, then a rename). A folder that holds another sweep is
-refused. With several processes (``jax.distributed.initialize``, one per host, each running the
-same sweep) a batch runs over all their devices and process 0 alone reads and writes the folder.
+``frontier.csv`` and its certificate, ``certificates/budget-NNN.json``, verifies for the sweep's
+problem at that budget, so none is lost or solved twice. Nothing else of the row is trusted: its
+numbers are read from the certificate and the baselines calibrated again, and a budget whose
+certificate is missing, unreadable, of another problem or budget, or fails verification is
+solved again (and reported). Every file is written atomically (a temporary file, then a
+rename). A folder that holds another sweep, or a ``frontier.csv`` that is not a sweep's (a
+column missing or unknown, a budget that is not a number or not the sweep's), is refused. With
+several processes (``jax.distributed.initialize``, one per host, each running the same sweep) a
+batch runs over all their devices and process 0 alone reads and writes the folder.
 Budgets run in the order given, each warm-started from the previous budget's run
 where the same solver runs both: HiGHS from its last basis (the dual simplex then takes a few
 pivots), PDHG from its iterates; the other solvers start cold.
@@ -24,16 +29,17 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from diffpriv._files import json_number, write_csv
+from diffpriv._files import FileFormatError, json_number, read_text, write_csv
 from diffpriv._gap import relative_gap
 from diffpriv.io._export import jsonable, write_json
 from diffpriv.problems._json import problem_hash
@@ -47,6 +53,9 @@ FIELDS = ("epsilon", "delta")
 COLUMNS = ("budget", "certified_loss", "lower_bound", "gap", "status", "method", "ok", "seconds",
            "certificate")
 """``frontier.csv``'s columns, then ``<baseline>_loss`` and ``<baseline>_param`` per baseline."""
+MAX_FRONTIER_BYTES = 2**26
+"""Largest ``frontier.csv`` read back to resume, in bytes (a row takes about 200 bytes, and 40
+more per baseline)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,9 +145,17 @@ def _spec(problem, name, field, budgets, baselines, seed, quantize, options) -> 
                      "seed": seed, "quantize": quantize, "options": dict(sorted(options.items()))})
 
 
-def _resume(out: Path, spec: dict[str, Any], budgets: tuple[float, ...]) -> dict[int, dict[str, Any]]:
+def _resume(out: Path, spec: dict[str, Any], problems: Sequence[Problem], baselines: Sequence[str],
+            on_redo: Callable[[int, str], None] | None) -> dict[int, dict[str, Any]]:
     """The finished rows in ``out`` by budget index (none for a new folder); writes
-    ``sweep.json`` for a new sweep. Raises ``ValueError`` for a folder that holds another one."""
+    ``sweep.json`` for a new sweep. A row of ``frontier.csv`` says only which budgets were
+    finished: each is kept when its certificate verifies for ``problems[i]`` (:func:`_kept`), else
+    ``on_redo(i, why)`` is called and the budget is solved again.
+
+    Raises:
+      ValueError: a folder that holds another sweep, or a ``frontier.csv`` that is not one a sweep
+        writes (:func:`_finished`), as one line naming the file.
+    """
     path = out / "sweep.json"
     if not path.exists():
         if (out / "frontier.csv").exists():
@@ -154,31 +171,129 @@ def _resume(out: Path, spec: dict[str, Any], budgets: tuple[float, ...]) -> dict
             if isinstance(stored, dict) else ["format"]
         raise ValueError(f"out: {out} holds another sweep ({', '.join(differ)} differ); "
                          "use another folder, or delete it to start over")
+    if not (out / "frontier.csv").exists():
+        return {}
+    budgets = tuple(float(b) for b in spec["budgets"])
+    columns = [*COLUMNS, *(f"{b}_{k}" for b in baselines for k in ("loss", "param"))]
     done: dict[int, dict[str, Any]] = {}
-    index = {b: i for i, b in enumerate(budgets)}
-    try:
-        with open(out / "frontier.csv", encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
-    except FileNotFoundError:
-        return done
-    for row in rows:
-        i = index.get(float(row["budget"]))
-        if i is not None and row.get("certificate") and (out / row["certificate"]).is_file():
-            done[i] = _typed(row)
+    for i, row in _finished(out / "frontier.csv", budgets, columns):
+        kept, why = _kept(out, i, row, problems[i], budgets[i], baselines)
+        if kept is not None:
+            done[i] = kept
+        elif on_redo is not None:
+            on_redo(i, why)
     return done
 
 
-def _typed(row: dict[str, str]) -> dict[str, Any]:
-    """A row of ``frontier.csv`` with its numbers and flags parsed back."""
-    out: dict[str, Any] = {}
-    for key, value in row.items():
-        if key in ("status", "method", "certificate"):
-            out[key] = value
-        elif key == "ok":
-            out[key] = value == "True"
-        else:
-            out[key] = float(value) if value not in ("", "None") else math.nan
-    return out
+def _finished(path: Path, budgets: tuple[float, ...], columns: list[str]) -> list[tuple[int, dict[str, str]]]:
+    """``(budget index, row)`` of each row of the ``frontier.csv`` at ``path``, read within
+    :data:`MAX_FRONTIER_BYTES`: a file this sweep wrote has exactly ``columns``, as many fields
+    in each row, and each of ``budgets`` at most once.
+
+    Raises:
+      ValueError: ``"out: <path>: <what is wrong>; ..."``, naming the line and the column.
+    """
+    def bad(what: str) -> ValueError:
+        return ValueError(f"out: {path}: {what}; use another folder, or delete it to start over")
+
+    try:
+        text = read_text(path, limit=MAX_FRONTIER_BYTES, what="a frontier.csv")
+    except FileFormatError as e:
+        raise bad(e.reason) from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    index = {b: i for i, b in enumerate(budgets)}
+    found: dict[int, dict[str, str]] = {}
+    try:
+        header = reader.fieldnames
+        if not header:
+            raise bad("empty (no header line)")
+        names = ", ".join(_short(h) for h in header)
+        for name in columns:
+            if name not in header:
+                raise bad(f"no column {name!r} (columns: {names})")
+        for name in header:
+            if name not in columns:
+                raise bad(f"unknown column {_short(name)} (columns: {names})")
+            if header.count(name) > 1:
+                raise bad(f"column {name!r} appears twice")
+        for row in reader:
+            line = reader.line_num
+            if None in row or any(v is None for v in row.values()):
+                raise bad(f"line {line}: not as many fields as the header's {len(header)}")
+            try:
+                i = index.get(float(row["budget"]))
+            except ValueError:
+                raise bad(f"line {line}: budget: not a number: {_short(row['budget'])}") from None
+            if i is None:
+                raise bad(f"line {line}: budget: {_short(row['budget'])} is not one of the sweep's budgets")
+            if i in found:
+                raise bad(f"line {line}: budget: {_short(row['budget'])} appears twice")
+            found[i] = row
+    except csv.Error as e:
+        raise bad(f"line {reader.line_num}: not CSV ({e})") from None
+    return list(found.items())
+
+
+def _short(value: str, width: int = 40) -> str:
+    """``repr(value)`` cut to ``width`` characters: a message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _kept(out: Path, i: int, row: dict[str, str], problem: Problem, budget: float,
+          baselines: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
+    """``(row, "")``: budget ``i``'s row rebuilt from its certificate
+    ``out/certificates/budget-NNN.json`` (the only file a row may name: another path, such as
+    ``/etc/passwd``, is never opened) once it is read within the certifier's limits and
+    verifies for ``problem`` (the sweep's, at that budget): the loss, ``ok``, and the optimizer's
+    lower bound, status and method from the certificate, the baselines calibrated again, and
+    only ``seconds`` (informational) from the row. ``(None, why)`` when the budget must be solved
+    again: also for a certificate whose table misses a budget (``ok`` false), which a new run
+    may improve on."""
+    from diffpriv.certification import Certificate, verify
+    from diffpriv.certification._schema import CertificateFormatError, read_certificate
+    from diffpriv.problems._size import SizeError
+
+    name = f"certificates/budget-{i:03d}.json"
+    path = out / name
+    if row["certificate"] != name:
+        return None, (f"{out / 'frontier.csv'}: budget {budget!r} names {_short(row['certificate'])} "
+                      f"as its certificate, not {name}")
+    try:
+        data = read_certificate(path)
+        report = verify(data, problem=problem)
+    except FileFormatError as e:
+        return None, f"{path}: {e.reason}"
+    except (CertificateFormatError, SizeError) as e:
+        return None, f"{path}: {e}"
+    if not report.ok:  # one line a failure: name the first
+        more = f" (and {len(report.failures) - 1} more)" if len(report.failures) > 1 else ""
+        return None, f"{path}: does not verify: {report.failures[0]}{more}"
+    cert = Certificate.from_dict(data)
+    info = cert.meta.get("optimizer")
+    if not isinstance(info, Mapping) or not isinstance(info.get("method"), str):
+        return None, f"{path}: meta.optimizer: no method (not a certificate a sweep writes)"
+    bound = math.nan if info.get("lower_bound") is None else float(info["lower_bound"])
+    gap = relative_gap(cert.loss, bound)
+    status = info.get("status")
+    if status is None and info.get("batched") is True:  # a batch's status, as _certify_batched says it
+        tol = (info.get("options") or {}).get("gap_tol")
+        if isinstance(tol, int | float) and not isinstance(tol, bool):
+            status = "converged" if gap <= tol else "step limit"
+    if not isinstance(status, str):
+        return None, f"{path}: meta.optimizer: no status (not a certificate a sweep writes)"
+    try:
+        seconds = float(row["seconds"])
+    except ValueError:
+        seconds = math.nan
+    kept: dict[str, Any] = {"budget": budget, "certified_loss": float(cert.loss),
+                            "lower_bound": bound, "gap": float(gap), "status": status,
+                            "method": info["method"], "ok": bool(cert.ok),
+                            "seconds": seconds if 0 <= seconds < math.inf else math.nan,
+                            "certificate": name}
+    for base in baselines:
+        kept[f"{base}_loss"], kept[f"{base}_param"] = _baseline(problem, base)
+    return kept, ""
 
 
 def _baseline(problem: Problem, name: str) -> tuple[float, float]:
@@ -264,7 +379,8 @@ def _solve_batch(problems, index, options, seed, shard):
 def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None = None,
           field: str = "epsilon", out: str | Path | None = None, baselines: Sequence[str] = (),
           seed: int = 0, quantize: int | None = None, meta: dict[str, Any] | None = None,
-          on_point: Callable[[int, dict[str, Any]], None] | None = None, batch: bool | None = None,
+          on_point: Callable[[int, dict[str, Any]], None] | None = None,
+          on_redo: Callable[[int, str], None] | None = None, batch: bool | None = None,
           shard: bool = True, **options) -> Frontier:
     """The privacy–utility frontier of ``problem`` over the budgets of one constraint (module
     docstring).
@@ -282,6 +398,10 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
       meta: recorded in every certificate, with ``meta["sweep"] = {"constraint", "field",
         "budget", "index"}``.
       on_point: called with ``(index, row)`` after each budget is finished (solved or read back).
+      on_redo: called with ``(index, why)``, before anything is solved, for each budget that
+        ``out``'s ``frontier.csv`` lists as finished but whose certificate is not kept (missing,
+        unreadable, of another problem or budget, failing verification: ``why`` says which, in
+        one line); that budget is solved again.
       batch: solve every budget not yet done as one ``vmap``-ed PDHG program
         (:func:`~diffpriv.solvers.solve_budgets`; linear constraints only), then certify them one
         by one; None: where PDHG would run and there are several devices or an accelerator.
@@ -291,9 +411,9 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
       **options: the optimizer's settings (:class:`~diffpriv.solvers.Optimizer`).
 
     Raises:
-      ValueError: a bad budget list, constraint, field, baseline, or an ``out`` holding another
-        sweep; ``SpecError`` for a budget the constraint refuses; what :func:`~diffpriv.design`
-        raises at a budget.
+      ValueError: a bad budget list, constraint, field, baseline, an ``out`` holding another
+        sweep or a ``frontier.csv`` that is not a sweep's (one line naming it); ``SpecError``
+        for a budget the constraint refuses; what :func:`~diffpriv.design` raises at a budget.
 
     Example:
       >>> import numpy as np, diffpriv as dp
@@ -322,7 +442,7 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
     out = None if out is None else Path(out)
     spec = _spec(problem, name, field, budgets, baselines, seed, quantize, options)
     lead, processes = _processes()
-    done = {} if out is None or not lead else _resume(out, spec, budgets)
+    done = {} if out is None or not lead else _resume(out, spec, problems, baselines, on_redo)
     if processes > 1:  # every process must solve the same budgets: process 0's folder decides
         from jax.experimental import multihost_utils
 
@@ -379,5 +499,7 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
     if out is not None and lead:
         from diffpriv.io._frontier import plot_frontier
 
+        if resumed:  # the rows read back, as rebuilt from their certificates, replace the file's
+            write_csv(out / "frontier.csv", list(ordered))
         plot_frontier(frontier, problem.objective.text, [out / "frontier.png", out / "frontier.pdf"])
     return frontier

@@ -85,7 +85,9 @@ def sweep(
     OUT/frontier.csv (budget, certified loss, lower bound, gap, status, method, seconds, and each
     baseline's certified loss and parameter) after every budget, and OUT/frontier.png and .pdf
     at the end. Interrupted (Ctrl-C, a kill) and run again with the same arguments, it resumes
-    where it stopped; a folder holding a different sweep is refused. With DIFFPRIV_COORDINATOR
+    where it stopped: a budget is kept when its certificate verifies for the config at that
+    budget (its row rebuilt from it), else solved again with a warning; a folder holding a
+    different sweep, or a frontier.csv that is not a sweep's, is refused. With DIFFPRIV_COORDINATOR
     (host:port of process 0), DIFFPRIV_NUM_PROCESSES and DIFFPRIV_PROCESS_ID set, it is one of
     several processes (one per host) running the same command: a batch runs over all their
     devices, and process 0 writes OUT.
@@ -143,10 +145,14 @@ def sweep(
             text = f"{field} = {row['budget']:.4g}: {row['certified_loss']:.6g}"
             bar.update(task, advance=1, description=text)
 
+        def on_redo(i: int, why: str) -> None:  # one line on stderr, as the error lines are
+            line = " ".join(f"{why}; solving {field} = {budgets[i]:.4g} again".split())
+            typer.echo("warning: " + line.encode("utf-8", "backslashreplace").decode("utf-8"), err=True)
+
         try:
             frontier = run_sweep(problem, budgets, constraint=name, field=field, out=out, baselines=names,
                                  seed=seed, quantize=DEFAULT_BITS, meta=meta, on_point=on_point,
-                                 batch=batch, **kwargs)
+                                 on_redo=on_redo, batch=batch, **kwargs)
         except KeyboardInterrupt:
             _fail(f"interrupted after {finished[0]} of {len(budgets)} budgets (each saved in {out}); "
                   "run the same command again to resume", code=130)

@@ -83,6 +83,162 @@ def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_budget(city,
     assert [r["certified_loss"] for r in again.rows] == pytest.approx([r["certified_loss"] for r in f.rows])
 
 
+def _write_rows(out: Path, rows: list[dict]) -> None:
+    with open(out / "frontier.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _edit_rows(edit):
+    """A tampering of ``frontier.csv``: ``edit(rows, out)`` changes the rows in place."""
+    def tamper(out: Path) -> None:
+        rows = _rows(out)
+        edit(rows, out)
+        _write_rows(out, rows)
+    return tamper
+
+
+def _cert(out: Path, i: int) -> Path:
+    return out / "certificates" / f"budget-{i:03d}.json"
+
+
+def _edited_loss(out: Path) -> None:
+    import json
+
+    data = json.loads(_cert(out, 1).read_text())
+    data["loss"] = data["loss"] / 2
+    _cert(out, 1).write_text(json.dumps(data))
+
+
+def _outside(rows, out):
+    (out.parent / "elsewhere.json").write_bytes(_cert(out, 1).read_bytes())
+    rows[1]["certificate"] = "../elsewhere.json"
+
+
+def _below(rows, out):
+    rows[1].update(certified_loss="0.0", lower_bound="0.0", gap="0.0", krr_loss="0.0", ok="True")
+
+
+TAMPERED = {  # (tampering, the budgets solved again, how many rows are kept)
+    "a loss edited below its bound": (_edit_rows(_below), [], 3),
+    "a row naming another budget's certificate": (
+        _edit_rows(lambda rows, out: rows[2].update(certificate="certificates/budget-000.json")), [2], 2),
+    "another budget's certificate in its place": (
+        lambda out: _cert(out, 2).write_bytes(_cert(out, 0).read_bytes()), [2], 2),
+    "an empty certificate": (lambda out: _cert(out, 1).write_text(""), [1], 2),
+    "a certificate whose loss was edited": (_edited_loss, [1], 2),
+    "a row naming a system file": (_edit_rows(lambda rows, out: rows[1].update(certificate="/etc/passwd")),
+                                   [1], 2),
+    "a row naming a file outside the folder": (_edit_rows(_outside), [1], 2),
+    "a kill between a certificate and its row": (_edit_rows(lambda rows, out: rows.pop()), [], 2),
+}
+
+
+@pytest.mark.parametrize("case", list(TAMPERED))
+def test_a_resumed_sweep_rebuilds_each_row_from_its_verified_certificate(tmp_path, case):
+    """Of a row, only that its budget was finished is trusted: its numbers come from the
+    certificate at the expected path once it verifies for the problem at that budget, and a
+    budget whose certificate does not is solved again and reported: the resumed frontier is
+    the one a new sweep gives."""
+    from diffpriv._sweep import at_budget
+
+    problem, budgets = k_rr_problem(3, 1.0), [0.5, 1.0, 2.0]
+    out = tmp_path / "out"
+    before = dp.sweep(problem, budgets, out=out, baselines=["krr"])
+    tamper, redo, kept = TAMPERED[case]
+    tamper(out)
+    redone = []
+    after = dp.sweep(problem, budgets, out=out, baselines=["krr"], on_redo=lambda i, why: redone.append(i))
+    assert redone == redo and after.resumed == kept
+    on_disk = _rows(out)
+    for i, (old, new, row) in enumerate(zip(before.rows, after.rows, on_disk, strict=True)):
+        assert list(new) == list(old) and list(row) == list(old)
+        for key, value in old.items():
+            if isinstance(value, float) and key != "seconds":
+                assert new[key] == pytest.approx(value, rel=1e-9), (i, key)
+                assert float(row[key]) == pytest.approx(value, rel=1e-9), (i, key)
+            elif key != "seconds":
+                assert new[key] == value and row[key] == str(value), (i, key)
+        assert row["certificate"] == f"certificates/budget-{i:03d}.json"
+        assert dp.verify(out / row["certificate"], problem=at_budget(problem, 0, "epsilon", budgets[i])).ok
+
+
+def test_a_resumed_batch_reads_its_status_back_from_its_certificates(tmp_path, monkeypatch):
+    """A batched budget's certificate records no status: it is the certified gap against the
+    ``gap_tol`` its options record, as when it was solved (the batch solved by HiGHS here, for
+    speed)."""
+    import diffpriv._sweep as sweep_module
+
+    def by_highs(problems, index, options, seed, shard):
+        solved = [solve_lp(problems[i]) for i in index]
+        return [s.table for s in solved], [s.bound for s in solved]
+
+    monkeypatch.setattr(sweep_module, "_solve_batch", by_highs)
+    problem, budgets = k_rr_problem(3, 1.0), [0.5, 2.0]
+    before = dp.sweep(problem, budgets, out=tmp_path, batch=True, method="pdhg")
+    assert [r["status"] for r in before.rows] == ["converged"] * 2
+    _write_rows(tmp_path, [{**r, "status": "step limit", "method": "highs"} for r in _rows(tmp_path)])
+    after = dp.sweep(problem, budgets, out=tmp_path, batch=True, method="pdhg")
+    assert after.resumed == 2
+    for old, new in zip(before.rows, after.rows, strict=True):
+        old, new = dict(old, seconds=0), dict(new, seconds=0)
+        assert new == old
+
+
+def test_a_resumed_sweep_says_why_it_solves_a_budget_again(tmp_path):
+    problem, budgets = k_rr_problem(3, 1.0), [0.5, 1.0, 2.0]
+    out = tmp_path / "out"
+    dp.sweep(problem, budgets, out=out)
+    _cert(out, 2).write_bytes(_cert(out, 0).read_bytes())
+    _cert(out, 1).write_text("")
+    why = {}
+    dp.sweep(problem, budgets, out=out, on_redo=lambda i, w: why.setdefault(i, w))
+    assert why[1] == f"{_cert(out, 1)}: certificate: expected a JSON object"
+    assert why[2].startswith(f"{_cert(out, 2)}: does not verify: not the certificate of the given problem: "
+                             "problem.constraints[0].epsilon: the certificate has 0.5, the config 2.0")
+    assert all("\n" not in w for w in why.values())
+
+
+def _csv_text(edit):
+    def tamper(out: Path) -> None:
+        path = out / "frontier.csv"
+        path.write_bytes(edit(path.read_bytes()))
+    return tamper
+
+
+MALFORMED = {
+    "a renamed column": (_csv_text(lambda b: b.replace(b"budget,", b"eps,", 1)),
+                         "no column 'budget' (columns: 'eps', 'certified_loss'"),
+    "an unknown column": (_csv_text(lambda b: b.replace(b"\r\n", b",x\r\n")), "unknown column 'x'"),
+    "a budget that is not a number": (_edit_rows(lambda rows, out: rows[1].update(budget="abc")),
+                                      "line 3: budget: not a number: 'abc'"),
+    "a budget that is not the sweep's": (_edit_rows(lambda rows, out: rows[1].update(budget="7.0")),
+                                         "line 3: budget: '7.0' is not one of the sweep's budgets"),
+    "a budget twice": (_edit_rows(lambda rows, out: rows.append(dict(rows[0]))),
+                       "line 4: budget: '0.5' appears twice"),
+    "a short row": (_csv_text(lambda b: b + b"1.0,0.4\r\n"), "line 4: not as many fields as the header's 9"),
+    "an empty file": (_csv_text(lambda b: b""), "empty (no header line)"),
+    "text that is not UTF-8": (_csv_text(lambda b: b"\xff" + b), "cannot read ("),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_frontier_csv_that_is_not_a_sweeps_is_refused_in_one_line(tmp_path, case):
+    problem, budgets = k_rr_problem(3, 1.0), [0.5, 1.0]
+    out = tmp_path / "out"
+    dp.sweep(problem, budgets, out=out)
+    tamper, message = MALFORMED[case]
+    tamper(out)
+    before = (out / "frontier.csv").read_bytes()
+    with pytest.raises(ValueError) as e:
+        dp.sweep(problem, budgets, out=out)
+    text = str(e.value)
+    assert text.startswith(f"out: {out / 'frontier.csv'}: ") and message in text, text
+    assert text.endswith("; use another folder, or delete it to start over") and "\n" not in text
+    assert (out / "frontier.csv").read_bytes() == before  # refused before anything is written
+
+
 def test_a_folder_holding_another_sweep_is_refused(city, tmp_path):
     dp.sweep(city, [1.0, 2.0], out=tmp_path)
     with pytest.raises(ValueError, match="holds another sweep .*budgets differ"):
@@ -163,6 +319,38 @@ def test_cli_sweep_writes_the_frontier_and_resumes(runner, tmp_path):
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "4 read back" in _text(again.stdout)
     assert len(_rows(out)) == 4
+
+
+def test_cli_sweep_resumes_from_verified_certificates_and_refuses_a_malformed_frontier(runner, tmp_path):
+    from diffpriv._sweep import at_budget
+
+    config = tmp_path / "c.toml"
+    config.write_text(BASE_TOML.replace('kind = "distp"', 'kind = "distp"\nname = "pq"'))
+    out = tmp_path / "out"
+    args = ["sweep", str(config), "--budget", "pq=0.25:2:3", "--out", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    fresh = _rows(out)
+    rows = [dict(r) for r in fresh]
+    rows[0]["certified_loss"] = "0.0"  # below its bound: rebuilt from the certificate
+    _write_rows(out, rows)
+    _cert(out, 2).write_bytes(_cert(out, 1).read_bytes())  # another budget's: solved again
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(f"warning: {_cert(out, 2)}: does not verify: not the certificate "
+                                    "of the given problem: problem.constraints[0].epsilon:")
+    assert result.stderr.count("\n") == 1 and result.stderr.rstrip().endswith("solving epsilon = 2 again")
+    assert "2 read back" in _text(result.stdout)
+    problem, _ = dp.load_config(config)
+    for old, new in zip(fresh, _rows(out), strict=True):
+        assert new["certified_loss"] == old["certified_loss"] and new["certificate"] == old["certificate"]
+        p = at_budget(problem, 0, "epsilon", float(new["budget"]))
+        assert dp.verify(out / new["certificate"], problem=p).ok
+    path = out / "frontier.csv"
+    path.write_text(path.read_text().replace("budget,", "eps,", 1))
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: out: {path}: no column 'budget' (columns: 'eps', ")
+    assert result.stderr.count("\n") == 1, result.stderr
 
 
 @pytest.mark.parametrize("args, message", [
