@@ -15,6 +15,9 @@ MAX_DRAWS = 10**9
 
 _CHUNK = 10**6
 
+NOTHING_AUDITED = 3
+"""Exit code of ``audit`` when no claim of the certificate is one it can test (not a pass)."""
+
 
 def _sampler(file: Path, exact: bool):
     """The verified :class:`~diffpriv.deploy.Sampler` of FILE, or exit 1 (a claim fails) / 2."""
@@ -81,7 +84,10 @@ def audit(
     the item, then their reports); Clopper–Pearson intervals at a joint CONFIDENCE (Bonferroni
     over outputs and laws) bound each output's probability, and a claim is contradicted when
     some output's lower bound exceeds e^ε times the other law's upper bound (pure), or the
-    hockey-stick's lower bound exceeds δ. Exit 1 if a claim is contradicted.
+    hockey-stick's lower bound exceeds δ. Only these lower bounds decide: a plug-in estimate
+    above its claim is sampling noise, said so with the lower bound beside it. Divergence and
+    Wasserstein claims are not audited, and the last line names them. Exit 1 if a claim is
+    contradicted; exit 3, the last line "nothing audited", if no claim is pure or (ε,δ).
     """
     from diffpriv.deploy import audit as run_audit
 
@@ -93,10 +99,18 @@ def audit(
     report = run_audit(sampler, samples=samples, confidence=confidence, seed=seed)
     for line in report.lines():
         typer.echo(line)
+    if not report.audited:  # not a pass: the samples tested nothing
+        typer.echo(f"{file}: nothing audited: none of its {len(report.claims)} claim(s) is pure "
+                   "or (ε, δ), the only kinds the samples can test", err=True)
+        raise typer.Exit(NOTHING_AUDITED)
+    names = ", ".join(f"constraints[{c.index}] ({c.name!r})" for c in report.not_audited)
+    skipped = f"; not audited: {names}" if names else ""
     if report.contradicted:
-        typer.echo(f"{file}: {len(report.contradicted)} claim(s) contradicted by the samples", err=True)
+        typer.echo(f"{file}: {len(report.contradicted)} claim(s) contradicted by the samples{skipped}",
+                   err=True)
         raise typer.Exit(1)
-    typer.echo(f"{file}: no claim contradicted by {samples:,} reports per law (confidence {confidence:g})")
+    typer.echo(f"{file}: no claim contradicted by {samples:,} reports per law (confidence {confidence:g}); "
+               f"{len(report.audited)} of {len(report.claims)} claim(s) audited{skipped}")
 
 
 __all__ = ["audit", "sample"]

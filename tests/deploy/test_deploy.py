@@ -159,6 +159,44 @@ def test_cli_sample_and_audit(tmp_path):
     assert result.exit_code == 0 and "consistent over 6 comparisons" in result.stdout
 
 
+def test_cli_audit_of_claims_it_cannot_test_is_not_a_pass(tmp_path):
+    """Divergence and Wasserstein claims only: exit 3, the last line says nothing was audited;
+    beside an audited claim, exit 0 and the last line names the claims not audited."""
+    X = dp.Domain(tuple("abcd"), np.arange(4.0)[:, None])
+    problem, table = krr_problem()
+    runner = CliRunner()
+    for constraints, code, last in [
+        ((dp.DivergenceDP(divergence="kl", epsilon=1.0, name="kl"), dp.WassersteinDP(epsilon=3.0)),
+         3, "nothing audited: none of its 2 claim(s) is pure or (ε, δ)"),
+        ((dp.LocalDP(epsilon=1.0), dp.DivergenceDP(divergence="kl", epsilon=1.0, name="kl")),
+         0, "1 of 2 claim(s) audited; not audited: constraints[1] ('kl')"),
+    ]:
+        problem = dp.Problem(X, X, 1 - np.eye(4), np.ones(4) / 4, constraints=constraints)
+        cert = dp.certify(problem, table, quantize=53, repair=True)
+        assert cert.ok
+        path = cert.save(tmp_path / f"c{code}.json")
+        result = runner.invoke(app, ["audit", str(path), "--samples", "2000"])
+        assert result.exit_code == code, result.output
+        assert last in result.output.splitlines()[-1], result.output
+        assert "('kl', divergence_dp, KL ≤ 1): not audited" in result.stdout
+
+
+def test_a_plug_in_estimate_above_the_claim_is_reported_as_sampling_noise():
+    """Randomized response at exactly ε = 1: the largest of its 12 plug-in log-ratios is above
+    1 (noise), the Clopper–Pearson lower bound is not, and the report says which decides."""
+    problem = ldp_problem(4, 1.0, names="abcd")
+    e = math.exp(1.0)
+    cert = dp.certify(problem, (np.ones((4, 4)) + (e - 1) * np.eye(4))[None] / (e + 3), quantize=53,
+                      repair=True)
+    report = audit(Sampler(cert, randbytes=seeded(3)), samples=20_000, confidence=0.999)
+    (claim,) = report.claims
+    assert not report.contradicted and claim.above > 0
+    assert claim.lower <= 1.0 < claim.estimate < 1.1
+    note = report.lines()[1]
+    assert "above the claimed 1" in note and "by sampling noise" in note
+    assert f"the samples prove only ε ≥ {claim.lower:.4g}" in note
+
+
 def test_sparse_exports_hold_the_non_zero_entries_and_their_integer_counts(tmp_path):
     problem, table = distp_problem()
     cert = dp.certify(problem, table, quantize=53, repair=True)
