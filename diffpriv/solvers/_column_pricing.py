@@ -13,6 +13,7 @@ import scipy.sparse.csgraph
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._cut_lp import CutsSolveError
 from diffpriv.solvers._cuts import START_RATIOS, Terms, _term_values, _terms, tangents
+from diffpriv.solvers._highs import quiet_highs
 
 __all__ = ["DivergencePricing", "DivergenceTerms", "Pricing", "hockey_sticks", "pair_rows"]
 
@@ -38,8 +39,7 @@ class Pricing:
     def __init__(self, n_rows: int, i, j, eps):
         import highspy
 
-        self.h = h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        self.h = h = quiet_highs()
         h.setOptionValue("primal_feasibility_tolerance", TOLERANCE)
         h.setOptionValue("dual_feasibility_tolerance", TOLERANCE)
         m = i.size
@@ -155,8 +155,7 @@ class DivergencePricing:
 
         if y in self.models:
             return self.models[y]
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = quiet_highs()
         h.setOptionValue("primal_feasibility_tolerance", TOLERANCE)
         h.setOptionValue("dual_feasibility_tolerance", TOLERANCE)
         n, t = self.n, self.terms.size

@@ -66,6 +66,7 @@ from diffpriv.problems._problem import Problem
 from diffpriv.solvers._column_pricing import TOLERANCE, DivergencePricing, DivergenceTerms, Pricing, pair_rows
 from diffpriv.solvers._cut_lp import CutsSolveError
 from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
+from diffpriv.solvers._highs import quiet_highs
 
 __all__ = ["ColumnsRun", "applies", "balanced"]
 
@@ -224,7 +225,6 @@ class ColumnsRun:
 
     def __init__(self, opt, problem: Problem, seed: int, *, start: np.ndarray | None = None,
                  floor: float = -np.inf):
-        import highspy
 
         from diffpriv.solvers._linear import smallest_objective, tighten_eps
 
@@ -243,8 +243,7 @@ class ColumnsRun:
         self.terms = None if problem.linear else DivergenceTerms(problem, DIVERGENCE_MARGIN)
         self.pricing = (Pricing(self.n_rows, i, j, eps) if self.terms is None
                         else DivergencePricing(self.n_rows, i, j, eps, self.terms))
-        self.master = h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        self.master = h = quiet_highs()
         h.setOptionValue("primal_feasibility_tolerance", TOLERANCE)
         h.setOptionValue("dual_feasibility_tolerance", TOLERANCE)
         h.setOptionValue("presolve", "off")

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse
 
 from diffpriv.problems._problem import Problem
+from diffpriv.solvers._highs import quiet_highs
 
 __all__ = ["COLUMNS_PER_ROW", "CutsSolveError", "HighsModel", "new_columns", "start_support"]
 
@@ -54,8 +55,7 @@ class HighsModel:
     def __init__(self, problem: Problem, full, terms):
         import highspy
 
-        self.h = h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        self.h = h = quiet_highs()
         h.setOptionValue("primal_feasibility_tolerance", _TOLERANCE)
         h.setOptionValue("dual_feasibility_tolerance", _TOLERANCE)
         self.inf = highspy.kHighsInf

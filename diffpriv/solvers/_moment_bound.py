@@ -28,6 +28,7 @@ import scipy.optimize
 import scipy.sparse
 
 from diffpriv.problems._problem import Problem
+from diffpriv.solvers._highs import quiet_highs
 
 __all__ = ["moment_bound"]
 
@@ -76,8 +77,7 @@ class _Relaxation:
         self.n_rows, self.dim, self.n_m = n_rows, dim, n_rows * dim
         self.lo = np.where(allowed[:, :, None], coords[None], np.inf).min(axis=1)  # [R, D]
         self.hi = np.where(allowed[:, :, None], coords[None], -np.inf).max(axis=1)
-        self.h = h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        self.h = h = quiet_highs()
         h.setOptionValue("solver", "ipm")  # the first solve; later ones start from its basis
         self.inf = inf = highspy.kHighsInf
         h.addVars(self.n_m + n_rows, np.concatenate([self.lo.reshape(-1), np.full(n_rows, -inf)]),
