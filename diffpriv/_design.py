@@ -131,4 +131,27 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
                                          seconds=optimize_seconds,
                                          compile_seconds=seconds["compile"])
             cert = certified(result)
+    result, cert = _true_bound(problem, result, cert)
     return Design(result, cert, seconds)
+
+
+def _true_bound(problem: Problem, result: OptimizeResult, cert: Certificate):
+    """``(result, cert)`` with a lower bound that ``verify`` accepts: a stated bound above the loss
+    of the certified table (beyond :data:`~diffpriv.certification._verify.RTOL`) is false, since
+    that table meets every budget, and is replaced, in the result and the certificate's
+    ``meta.optimizer``, by the objective's least value over all tables (a bound whatever the
+    constraints), with a note saying so. Every solver's bound is weak duality recomputed in
+    float64 with outward margins; this is the guard that a bug in one cannot reach a user."""
+    from diffpriv.certification._verify import ATOL, RTOL
+    from diffpriv.solvers._linear import smallest_objective
+
+    bound, loss = float(result.lower_bound), float(cert.loss)
+    if not cert.ok or not bound > loss + RTOL * abs(loss) + ATOL:
+        return result, cert
+    floor = smallest_objective(problem)
+    info = dict(cert.meta["optimizer"])
+    info["lower_bound"] = json_number(floor)
+    info["lower_bound_dropped"] = (f"the solver's bound {bound!r} is above the certified loss "
+                                   f"{loss!r}: not stated")
+    cert = dataclasses.replace(cert, meta={**cert.meta, "optimizer": info})
+    return dataclasses.replace(result, lower_bound=floor, gap=relative_gap(result.objective, floor)), cert

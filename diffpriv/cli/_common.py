@@ -154,10 +154,23 @@ def _certify_and_save(problem: Problem, table: np.ndarray, out: Path, meta: dict
     except (RepairError, TableError) as e:
         _fail(f"certify: {e}", code=1)
     seconds = time.perf_counter() - start
-    with _user_errors():
-        out.mkdir(parents=True, exist_ok=True)
-        cert.save(out / "certificate.json")
+    _save(cert, out / "certificate.json")
     return cert, seconds
+
+
+def _save(cert, path: Path) -> None:
+    """Writes ``cert`` to ``path`` (atomically, its folder made) once it passes the checks of
+    ``certify`` that its levels do not settle (:func:`~diffpriv.certification._self_check.
+    self_check`); else one line and exit 1, nothing written."""
+    from diffpriv.certification._self_check import SelfCheckError, require_self_check
+
+    try:
+        require_self_check(cert)
+    except SelfCheckError as e:
+        _fail(str(e), code=1)
+    with _user_errors():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cert.save(path)
 
 
 def _meta(command: str, config: Path, **extra: Any) -> dict[str, Any]:

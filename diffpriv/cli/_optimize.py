@@ -18,6 +18,7 @@ from diffpriv.cli._common import (
     _fail,
     _load,
     _meta,
+    _save,
     _user_errors,
     console,
 )
@@ -94,9 +95,7 @@ def optimize(
     except (RepairError, TableError) as e:
         _fail(f"certify: {e}", code=1)
     result, cert = d.result, d.certificate
-    with _user_errors():
-        out.mkdir(parents=True, exist_ok=True)
-        cert.save(out / "certificate.json")
+    _save(cert, out / "certificate.json")
     summary = _summary(
         problem, cert, d.seconds,
         optimized=float(result.objective), lower_bound=float(result.lower_bound),

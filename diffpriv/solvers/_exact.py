@@ -6,9 +6,12 @@ is faster than diffpriv's own solver.
   at its multipliers (:attr:`._lp.ReferenceResult.bound`), valid whatever their accuracy. The
   result's ``state`` is HiGHS's final basis: a run given it (``init``, the result of the same
   problem at a neighbouring budget: a sweep) starts the dual simplex from it;
-* otherwise: Clarabel through cvxpy (:func:`._convex.solve_convex`); the lower bound is the
-  conic solver's optimal value (an interior-point method's, at its default tolerance 10⁻⁸: exact
-  up to it, not recomputed here, since cvxpy does not hand over the dual objective).
+* otherwise: Clarabel through cvxpy (:func:`._convex.solve_convex`). The conic solver's optimal
+  value is not a bound (it is within its tolerance, ~10⁻⁸, on either side); the lower bound is
+  the weak-duality bound of the linear relaxation at Clarabel's table
+  (:func:`._linearized.linearized_bound`: each divergence's tangent planes, or each Wasserstein
+  term's Kantorovich potentials, at the table's laws), recomputed in float64 from HiGHS's
+  multipliers; where no such relaxation exists, the objective's least value over all tables.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ class ExactRun:
     total = 1
 
     def __init__(self, opt, problem: Problem, seed: int, *, basis: Basis | None = None):
-        self.problem, self.basis = problem, basis
+        self.problem, self.basis, self.gap_tol = problem, basis, opt.gap_tol
 
     def chunk(self) -> Chunk:
         if self.problem.linear:
@@ -40,8 +43,14 @@ class ExactRun:
                 ref = solve_lp(self.problem, basis=self.basis, keep_basis=True)
             self.bound, self.name = ref.bound, "highs"
         else:
+            from diffpriv.solvers._linear import smallest_objective
+            from diffpriv.solvers._linearized import linearized_bound
+
             ref = solve_convex(self.problem)
-            self.bound, self.name = ref.value, "clarabel"
+            bound = linearized_bound(self.problem, ref.table, self.problem.objective_value(ref.table),
+                                     self.gap_tol)
+            self.bound = smallest_objective(self.problem) if bound is None else bound
+            self.name = "clarabel"
         self.ref = ref
         return Chunk(0, relative_gap(self.problem.objective_value(ref.table), self.bound), Status.CONVERGED)
 

@@ -44,6 +44,7 @@ from diffpriv.problems._blocks import Block, PairBlock, budgets
 from diffpriv.problems._objectives import require_linear
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import admit
+from diffpriv.solvers._highs import quiet_highs
 
 __all__ = ["ReferenceResult", "ReferenceSolveError", "solve_lp"]
 
@@ -345,19 +346,55 @@ def _build(problem: Problem, blocks: tuple[Block, ...], mask: np.ndarray | None 
     )
 
 
-def _reduced_costs(lp: _LinearProgram, ineq_marginals, eq_marginals) -> tuple[np.ndarray, float]:
-    """``(c − A_ubᵀ y_ub − A_margᵀ φ, b_ubᵀ y_ub)``: the Lagrangian's cost per variable and its
-    constant, every row but the simplex rows dualised (``y_ub`` clipped to ≤ 0, scipy's sign)."""
+U = 2.0**-53
+"""float64's unit roundoff."""
+
+
+def _gamma(n: int) -> float:
+    """``γ_n = n·u / (1 − n·u)``: the relative error bound of a float64 sum or dot product of
+    ``n`` terms, relative to the sum of their absolute values (Higham 2002, *Accuracy and
+    stability of numerical algorithms*, §3.1)."""
+    return n * U / (1.0 - n * U)
+
+
+class Lagrangian(NamedTuple):
+    """The Lagrangian's cost per variable ``reduced = c − A_ubᵀ y_ub − A_margᵀ φ`` and its
+    constant ``b_ubᵀ y_ub``, with the magnitudes that bound their float64 errors: ``size =
+    |c| + |A_ub|ᵀ|y_ub| + |A_marg|ᵀ|φ|`` (entry by entry) and ``constant_size = |b_ub|ᵀ|y_ub|``;
+    each computed entry is within ``γ_depth · size`` of the exact one (``depth``: the most terms
+    an entry's dot product sums), the constant within ``γ_constant_depth · constant_size``."""
+
+    reduced: np.ndarray
+    constant: float
+    size: np.ndarray
+    constant_size: float
+    depth: int
+    constant_depth: int = 1
+
+
+def _reduced_costs(lp: _LinearProgram, ineq_marginals, eq_marginals) -> Lagrangian:
+    """The :class:`Lagrangian` with every row but the simplex rows dualised (``y_ub`` clipped
+    to ≤ 0, scipy's sign)."""
     reduced = lp.c.copy()
-    constant = 0.0
+    size = np.abs(lp.c)
+    constant = constant_size = 0.0
+    depth = constant_depth = 2
     if lp.a_ub is not None:
         y_ub = np.minimum(np.asarray(ineq_marginals, dtype=np.float64), 0.0)
         reduced -= lp.a_ub.T @ y_ub
+        size += abs(lp.a_ub).T @ np.abs(y_ub)
         constant += float(y_ub @ lp.b_ub)
+        constant_size += float(np.abs(y_ub) @ np.abs(lp.b_ub))
+        depth = max(depth, int(np.diff(lp.a_ub.tocsc().indptr).max(initial=0)) + 2)
+        constant_depth = lp.b_ub.size + 1
     if lp.n_marginal:  # their right-hand sides are 0
         n_simplex = lp.a_eq.shape[0] - lp.n_marginal
-        reduced -= lp.a_eq[n_simplex:].T @ np.asarray(eq_marginals, dtype=np.float64)[n_simplex:]
-    return reduced, constant
+        phi = np.asarray(eq_marginals, dtype=np.float64)[n_simplex:]
+        marginal = lp.a_eq[n_simplex:]
+        reduced -= marginal.T @ phi
+        size += abs(marginal).T @ np.abs(phi)
+        depth += int(np.diff(marginal.tocsc().indptr).max(initial=0))
+    return Lagrangian(reduced, constant, size, constant_size, depth, constant_depth)
 
 
 def _dual_bound(lp: _LinearProgram, ineq_marginals, eq_marginals) -> float:
@@ -370,25 +407,24 @@ def _dual_bound(lp: _LinearProgram, ineq_marginals, eq_marginals) -> float:
     over the simplex rows and ``0 ≤ v ≤ upper`` for the variables in none (``z``, ``t``; bounds
     every optimal point meets). A linear function's minimum over a simplex is its least
     coefficient, over a box its negative parts times the upper bounds. Valid for every
-    multiplier: HiGHS's only make it tight."""
-    return _bound_at(lp, *_reduced_costs(lp, ineq_marginals, eq_marginals))
+    multiplier: HiGHS's only make it tight. Rounded down by a bound of its own float64 error
+    (:func:`_bound_at`)."""
+    lag = _reduced_costs(lp, ineq_marginals, eq_marginals)
+    return _bound_at(lp, lag.reduced, lag.constant, lag)
 
 
-def _bound_at(lp: _LinearProgram, reduced: np.ndarray, constant: float) -> float:
+def _bound_at(lp: _LinearProgram, reduced: np.ndarray, constant: float,
+              errors: Lagrangian | None = None) -> float:
     """The Lagrangian's minimum over the simplex rows and the boxes of the other variables, at
-    reduced costs ``reduced`` (one per variable) and constant ``constant``."""
-    n_simplex = lp.a_eq.shape[0] - lp.n_marginal
-    simplex = lp.a_eq[:n_simplex]
-    if np.any(np.diff(simplex.indptr) == 0):
-        return -np.inf  # a row with no variable: the LP is infeasible
-    mins = np.minimum.reduceat(reduced[simplex.indices], simplex.indptr[:-1])
-    free = np.ones(lp.c.size, dtype=bool)
-    free[simplex.indices] = False
-    boxes = np.minimum(reduced[free], 0.0) * lp.upper[free]
-    return float(mins.sum() + boxes.sum() + constant)
+    reduced costs ``reduced`` (one per variable) and constant ``constant``, less a bound of its
+    float64 error: each row's least coefficient is within ``γ_depth · max size`` of the exact
+    one (``errors``: the magnitudes of :class:`Lagrangian`; None: ``reduced`` and ``constant``
+    are exact), and their sum within ``γ_n`` of the sum of the absolute values."""
+    return scaled_bound(lp, reduced - lp.c, constant, top=1.0, errors=errors, only_top=True)
 
 
-def scaled_bound(lp: _LinearProgram, direction: np.ndarray, constant: float, top: float = 2.0) -> float:
+def scaled_bound(lp: _LinearProgram, direction: np.ndarray, constant: float, top: float = 2.0,
+                 errors: Lagrangian | None = None, only_top: bool = False) -> float:
     """The best Lagrangian bound along a ray of multipliers: the largest
     ``_bound_at(lp, c + θ·direction, θ·constant)`` over ``θ ∈ [0, top]``, where ``direction`` and
     ``constant`` are what some multipliers add to the cost and the constant (θ = 1: those
@@ -399,21 +435,49 @@ def scaled_bound(lp: _LinearProgram, direction: np.ndarray, constant: float, top
     price entries not yet in the LP, and until they all are, scaling them down can lift the
     bound far above theirs (a cutting-plane LP's early rounds give 0 otherwise). Each value is
     :func:`_bound_at`'s, its gathers done once (41 values; on a 32×32 DistP grid the former 75,
-    each gathering afresh, took 1 s a round of column generation)."""
+    each gathering afresh, took 1 s a round of column generation).
+
+    Every value is rounded down by a bound of its float64 error: ``errors`` gives the magnitudes
+    behind ``c + direction`` (:class:`Lagrangian`: ``size`` bounds ``|c| + |direction|``'s
+    terms entry by entry, ``constant_size`` the constant's; None: ``|c| + |direction|`` itself,
+    the rounding of the last additions only). At ``θ`` an entry's error is at most
+    ``γ_depth·(|c| + θ·(size − |c|)) + u·|c + θ·direction|``, a row's least coefficient at most
+    the row's largest such error off, and the sum of ``n`` row minima, boxes and the constant
+    ``γ_{n+1}`` of their absolute sum off. ``only_top``: the value at ``θ = top`` alone."""
     n_simplex = lp.a_eq.shape[0] - lp.n_marginal
     simplex = lp.a_eq[:n_simplex]
     if np.any(np.diff(simplex.indptr) == 0):
         return -np.inf  # a row with no variable: the LP is infeasible
+    c_abs = np.abs(lp.c)
+    if errors is None:
+        size, constant_size, depth, constant_depth = c_abs + np.abs(direction), abs(constant), 1, 1
+    else:
+        size, constant_size = errors.size, errors.constant_size
+        depth, constant_depth = errors.depth, errors.constant_depth
+    extra = np.maximum(size - c_abs, 0.0)  # what the multipliers add to each entry's magnitude
+    g, g_constant = _gamma(depth), _gamma(constant_depth)
     c_rows, d_rows, starts = lp.c[simplex.indices], direction[simplex.indices], simplex.indptr[:-1]
+    a_rows, e_rows = c_abs[simplex.indices], extra[simplex.indices]
     free = np.ones(lp.c.size, dtype=bool)
     free[simplex.indices] = False
     c_free, d_free, upper = lp.c[free], direction[free], lp.upper[free]
+    a_free, e_free = c_abs[free], extra[free]
+    g_sum = _gamma(n_simplex + int(free.sum()) + 2)
 
     def at(theta: float) -> float:
-        mins = np.minimum.reduceat(c_rows + theta * d_rows, starts)
-        boxes = np.minimum(c_free + theta * d_free, 0.0) * upper
-        return float(mins.sum() + boxes.sum() + theta * constant)
+        entries = c_rows + theta * d_rows
+        mins = np.minimum.reduceat(entries, starts)
+        err = np.maximum.reduceat(g * (a_rows + theta * e_rows) + U * np.abs(entries), starts)
+        free_entries = c_free + theta * d_free
+        boxes = np.minimum(free_entries, 0.0) * upper
+        box_err = (g * (a_free + theta * e_free) + U * np.abs(free_entries)) * upper
+        total = float(mins.sum() + boxes.sum() + theta * constant)
+        margin = float(err.sum() + box_err.sum()) + theta * g_constant * constant_size + g_sum * float(
+            np.abs(mins).sum() + np.abs(boxes).sum() + abs(theta * constant))
+        return total - 2.0 * margin  # twice: the margin's own rounding, and room to spare
 
+    if only_top:
+        return at(top)
     grid = np.linspace(0.0, top, int(round(4 * top)) + 1)
     values = np.array([at(t) for t in grid])
     i = int(np.argmax(values))
@@ -458,8 +522,7 @@ def _solve_highspy(lp: _LinearProgram, options: dict, basis: Basis | None, cold:
     model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     model.a_matrix_.start_, model.a_matrix_.index_ = matrix.indptr, matrix.indices
     model.a_matrix_.value_ = matrix.data
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs()
     for key, value in options.items():
         h.setOptionValue(key, value)
     h.passModel(model)
@@ -476,8 +539,11 @@ def _solve_highspy(lp: _LinearProgram, options: dict, basis: Basis | None, cold:
         h.run()
     status = h.getModelStatus()
     sol = h.getSolution()
-    row_value, row_dual = np.asarray(sol.row_value), np.asarray(sol.row_dual)
     ok = status == highspy.HighsModelStatus.kOptimal
+    if not (ok and sol.value_valid and sol.dual_valid):  # no point to read (its arrays may be empty)
+        ok = False
+        sol.row_value = sol.row_dual = np.zeros(model.num_row_)
+    row_value, row_dual = np.asarray(sol.row_value), np.asarray(sol.row_dual)
     res = scipy.optimize.OptimizeResult(
         status=0 if ok else 1, message=h.modelStatusToString(status),
         x=np.asarray(sol.col_value) if ok else None, fun=h.getInfo().objective_function_value,

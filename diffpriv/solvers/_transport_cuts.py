@@ -78,6 +78,7 @@ class Terms(NamedTuple):
     eps: np.ndarray  # [T] the budget (a Wasserstein distance)
     grounds: tuple  # of [Y, Y] ground metrics
     orders: tuple  # of μ
+    scales: tuple  # of the largest distance of each ground metric (1 where all are 0)
 
 
 def _terms(problem: Problem) -> Terms:
@@ -96,8 +97,9 @@ def _terms(problem: Problem) -> Terms:
         wqs.append(wb)
         groups.append(np.full(block.size, keys[key]))
         eps.append(np.asarray(block.eps, np.float64))
+    scales = tuple(float(g.max()) if g.size and g.max() > 0 else 1.0 for g in grounds)
     return Terms(scipy.sparse.csr_array(np.concatenate(wps)), scipy.sparse.csr_array(np.concatenate(wqs)),
-                 np.concatenate(groups), np.concatenate(eps), tuple(grounds), tuple(orders))
+                 np.concatenate(groups), np.concatenate(eps), tuple(grounds), tuple(orders), scales)
 
 
 DIRECTIONS = 4
@@ -256,6 +258,7 @@ class TransportCutsRun:
         self.opt, self.problem = opt, problem
         self.tighten_rel = min(max(opt.gap_tol / 4.0, 1e-9), 1e-2)
         self.terms = _terms(problem)
+        self.unit_grounds = [g / d for g, d in zip(self.terms.grounds, self.terms.scales, strict=True)]
         self.full = _build(problem, tuple(b for b in problem.blocks() if b.linear))
         self.model = _Model(problem, self.full, self.terms)
         self.mask = problem.support_mask()
@@ -293,7 +296,8 @@ class TransportCutsRun:
             if order != 1.0 or not np.allclose(ground, dist, rtol=1e-12, atol=0.0):
                 continue
             terms = np.flatnonzero(self.terms.group == grp)
-            f = (coords @ units.T).T * (1.0 - 1e-12)  # [U, Y], shrunk against round-off
+            # [U, Y] in units of the largest distance, shrunk against round-off
+            f = (coords @ units.T).T * ((1.0 - 1e-12) / self.terms.scales[grp])
             term = np.repeat(terms, f.shape[0])
             self.model.add_cuts(term, np.tile(f, (terms.size, 1)), np.tile(-f, (terms.size, 1)), budget[term])
 
@@ -312,9 +316,14 @@ class TransportCutsRun:
         return best
 
     def _budget(self, rel: float) -> np.ndarray:
-        """Each term's budget in transport cost, ``(ε (1 − rel))^μ``."""
+        """Each term's budget in transport cost, ``(ε (1 − rel) / D)^μ`` with ``D`` the ground
+        metric's largest distance: every cost here is in units of ``D^μ`` (each at most 1), so
+        no ``d^μ`` overflows (order 100 over distances of 2,000 is 10³³⁰). A budget above 1
+        constrains nothing and is capped at 2 (every cut stays valid: no cost exceeds 1)."""
         order = np.asarray(self.terms.orders)[self.terms.group]
-        return (self.terms.eps * (1.0 - rel)) ** order
+        scale = np.asarray(self.terms.scales)[self.terms.group]
+        with np.errstate(over="ignore"):
+            return np.minimum((self.terms.eps * (1.0 - rel) / scale) ** order, 2.0)
 
     def _bound(self, ineq, mu) -> tuple[float, np.ndarray]:
         """``(bound, reduced [R, Y])``: the Lagrangian bound at these multipliers (module
@@ -326,12 +335,19 @@ class TransportCutsRun:
                                           shape=(terms.eps.size, mu.size))
         f_sum, g_sum = per_term @ model.cut_f, per_term @ model.cut_g  # [T, Y]
         shift = terms.wp.T @ f_sum + terms.wq.T @ g_sum  # [R, Y]
-        reduced, constant = _reduced_costs(self.full, ineq, None)
+        lag = _reduced_costs(self.full, ineq, None)
+        reduced, constant = lag.reduced, lag.constant
         n = model.n_table
-        reduced = reduced.copy()
         reduced[:n] += shift.reshape(self.mask.shape)[self.mask]
-        bound = scaled_bound(self.full, reduced - self.full.c,
-                             constant - float(mu @ self._budget(0.0)[model.cut_term]))
+        per_abs = abs(per_term)
+        shift_size = (abs(terms.wp).T @ (per_abs @ np.abs(model.cut_f))
+                      + abs(terms.wq).T @ (per_abs @ np.abs(model.cut_g)))
+        lag.size[:n] += shift_size.reshape(self.mask.shape)[self.mask]
+        budget = self._budget(0.0)[model.cut_term]
+        errors = lag._replace(depth=lag.depth + 2 * mu.size + 2,
+                              constant_size=lag.constant_size + float(np.abs(mu) @ np.abs(budget)),
+                              constant_depth=lag.constant_depth + mu.size + 1)
+        bound = scaled_bound(self.full, reduced - self.full.c, constant - float(mu @ budget), errors=errors)
         entries = np.full(self.mask.shape, np.inf)
         entries[self.mask] = reduced[:n]
         return bound, entries.reshape(-1, self.mask.shape[2])
@@ -378,9 +394,9 @@ class TransportCutsRun:
         return Chunk(self.rounds, gap)
 
     def _transport(self, table: np.ndarray) -> tuple[np.ndarray, list]:
-        """``([T], [T])``: every term's exact transport cost ``W_μ^μ`` at ``table`` and its
-        optimal potentials ``(f, g)``, feasible for ``d^μ`` on every cell (zeros where the
-        solver's scale gave none)."""
+        """``([T], [T])``: every term's exact transport cost ``(W_μ / D)^μ`` at ``table`` and its
+        optimal potentials ``(f, g)``, feasible for ``(d / D)^μ`` on every cell (zeros where the
+        solver's scale gave none; :meth:`_budget`'s units)."""
         from diffpriv.measures._transport import wasserstein
 
         terms = self.terms
@@ -391,7 +407,7 @@ class TransportCutsRun:
         zero = (np.zeros(p.shape[1]), np.zeros(p.shape[1]))
         for k in range(p.shape[0]):
             order = terms.orders[terms.group[k]]
-            res = wasserstein(p[k], q[k], terms.grounds[terms.group[k]], order)
+            res = wasserstein(p[k], q[k], self.unit_grounds[terms.group[k]], order)
             cost[k] = res.value**order
             duals.append(res.dual if res.dual is not None else zero)
         return cost, duals

@@ -173,7 +173,8 @@ def test_the_scaled_bound_is_the_best_along_the_ray():
     rng = np.random.default_rng(5)
     for _ in range(10):
         ineq = -rng.exponential(size=full.a_ub.shape[0]) * 3
-        reduced, constant = _reduced_costs(full, ineq, None)
+        lag = _reduced_costs(full, ineq, None)
+        reduced, constant = lag.reduced, lag.constant
         direction = reduced - full.c + rng.normal(size=full.c.size) * 0.1
         best = scaled_bound(full, direction, constant)
         def minus(t, d=direction, k=constant):

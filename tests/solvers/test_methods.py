@@ -66,9 +66,11 @@ def test_auto_on_divergence_constraints_runs_clarabel_when_small_and_cuts_beyond
     ref = dp.solvers.convex(kl)
     small = dp.optimize(kl)
     assert (small.method, small.plan, small.status) == ("clarabel", "exact", "converged")
-    assert small.lower_bound == pytest.approx(ref.value, rel=1e-12)
+    # the bound is weak duality at the tangent relaxation of Clarabel's table, not its value
+    assert ref.value * (1 - 1e-4) <= small.lower_bound <= ref.value
     cert = dp.certify(kl, small.table, repair=True)
     assert cert.ok and cert.loss == pytest.approx(ref.value, rel=1e-6)
+    assert small.lower_bound <= cert.loss
     big = _kl(150)  # 150 × 150 = 22,500 table entries > CUTS_FROM
     assert choose(big, "auto") == "cuts" and choose(big, "auto", warm=True) == "pdhg"
     # the largest entry: Clarabel wherever it fits (cuts measured 40-160x slower on 10x10 grids)

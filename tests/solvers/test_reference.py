@@ -418,3 +418,35 @@ def test_an_interior_point_stop_without_verdict_is_finished_by_the_simplex():
         assert worst_violation(problem, result.table) <= 1e-9
         values.append(result.value)
     assert values[0] == pytest.approx(values[1], rel=1e-9)
+
+
+def test_a_highs_stop_without_a_solution_is_a_solver_error_and_the_route_goes_on():
+    """Extended DP with ε·d = 100 between 100-unit cells (ε = 1 per unit): HiGHS stops without an
+    optimal point and hands back empty arrays. That is a ``ReferenceSolveError`` (the residuals
+    of an empty solution raised ValueError), and under ``method = "auto"`` the next solver runs:
+    a certified table all the same."""
+    dom = Domain.grid(3, 3, 100.0)
+    problem = Problem(dom, dom, dom.distances(dom), np.full(9, 1 / 9),
+                      constraints=(ExtendedDP(epsilon=1.0),))
+    with pytest.raises(ReferenceSolveError):
+        solve_lp(problem)
+    d = dp.design(problem, quantize=53)
+    assert d.certificate.ok and dp.verify(d.certificate).ok
+    assert d.result.lower_bound <= d.certificate.loss
+
+
+def test_the_dual_bound_is_rounded_outward_by_its_float_error():
+    """The weak-duality bound at HiGHS's multipliers is lowered by a bound of its own float64
+    error: it stays at most the LP's optimum, by no more than a few ulps of the magnitudes
+    summed, on random problems with budgets from tiny to large (multipliers up to ~e^ε)."""
+    from diffpriv.solvers._lp import _build, _dual_bound, _reduced_costs, _solve_highspy
+
+    for seed, eps in itertools.product(range(4), (0.05, 1.0, 8.0)):
+        problem = random_problem(seed, epsilon=eps)
+        lp = _build(problem, problem.blocks())
+        res, _ = _solve_highspy(lp, {}, None)
+        lag = _reduced_costs(lp, res.ineqlin.marginals, res.eqlin.marginals)
+        bound = _dual_bound(lp, res.ineqlin.marginals, res.eqlin.marginals)
+        assert bound <= res.fun + 1e-12 * max(1.0, abs(res.fun))
+        scale = float(np.abs(lag.size).max()) * lp.a_eq.shape[0] + lag.constant_size
+        assert res.fun - bound <= 1e-6 * max(1.0, abs(res.fun)) + 1e-9 * scale
