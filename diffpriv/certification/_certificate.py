@@ -285,26 +285,65 @@ def certify(
     )
 
 
-QUANTIZE_ROUNDS = 4
+QUANTIZE_ROUNDS = 8
 """Most repair-and-round rounds of :func:`certify` with ``quantize``."""
 
 
 def _quantized(problem: Problem, fixed: Repair, bits: int, repair: bool):
-    """``(Repair, levels)`` of the table rounded to counts over ``2^bits``; a rounded table that
-    breaks a budget is repaired (if ``repair``) and rounded again. Mixing twice, with ``(t₁, ν₁)``
-    then ``(t₂, ν₂)``, is one mix with ``t = 1 − (1 − t₁)(1 − t₂)`` and
-    ``ν = ((1 − t₂)·t₁·ν₁ + t₂·ν₂) / t``, up to the rounding (at most one count an entry a round)."""
+    """``(Repair, levels)`` of the table rounded to counts over ``2^bits``.
+
+    Rounding moves each entry by less than a count, ``2^-bits``: nothing next to an entry of
+    ``~10⁻¹⁴`` (k-RR at ε = 31.5, e^{-ε}) but 0.5 % of it, enough to break a ratio that held with
+    the float64 margin (the level 31.5004). A rounded table that breaks a budget is therefore
+    repaired *at a margin the next rounding cannot cross*: each comparison that failed aims at
+    ``f + 2^{r+1}·(f − s)`` safety margins in round ``r`` (``f`` its margins so far, ``s`` what
+    the rounding left it, :func:`._safety.slack`), so that the next rounding, which moves it by
+    about ``f − s`` again, leaves it within budget; the others keep theirs. Then rounded again,
+    at most :data:`QUANTIZE_ROUNDS` times. Without ``repair`` the same is done only where the
+    table held before rounding (then it must hold after: a table that certifies in float64
+    certifies quantised; the repair is recorded), and a table that did not hold is reported as
+    rounded. Mixing twice, with ``(t₁, ν₁)`` then ``(t₂, ν₂)``, is one mix with
+    ``t = 1 − (1 − t₁)(1 − t₂)`` and ``ν = ((1 − t₂)·t₁·ν₁ + t₂·ν₂) / t``, up to the rounding (at
+    most one count an entry a round)."""
+    from diffpriv.certification._levels import comparison_levels
+    from diffpriv.certification._safety import REPAIR_FACTOR, holds, slack
+    from diffpriv.problems._blocks import budgets
+
     table, t, nu, strategy = fixed.table, fixed.t, fixed.nu, fixed.strategy
-    for _ in range(QUANTIZE_ROUNDS):
+    blocks = problem.blocks()
+    bud = budgets(blocks)
+    factor = np.full(bud.size, REPAIR_FACTOR)
+    cap = np.where(bud.delta == 0, 0.5 * np.abs(bud.eps), 0.5 * bud.delta)  # aim no lower than half
+    for r in range(QUANTIZE_ROUNDS):
         _, rounded = quantize_table(table, bits)
         levels = constraint_levels(problem, rounded)
-        if all(c.ok for c in levels) or not repair:
+        if all(c.ok for c in levels):
             break
-        step = repair_table(problem, rounded)
+        if not repair and r == 0 and not holds(comparison_levels(problem, table, blocks), bud,
+                                               problem.shape).all():
+            break  # as it is: the table did not hold before rounding
+        left = slack(comparison_levels(problem, rounded, blocks), bud, problem.shape)
+        failed = ~(left >= 1.0)
+        drop = np.where(np.isfinite(left), factor - left, factor)
+        raised = factor + 2.0 ** (r + 1) * np.maximum(drop, 1.0)
+        factor = np.where(failed, raised, factor)
+        factor = np.minimum(factor, _most_margins(problem, bud, cap))
+        step = repair_table(problem, rounded, factor=factor)
         if step.t > 0:
             total = 1.0 - (1.0 - t) * (1.0 - step.t)
             nu = (1.0 - step.t) * t * (nu if nu is not None else 0.0) + step.t * step.nu
             nu = nu / nu.sum()
-            t, strategy = total, step.strategy if fixed.t == 0 else strategy
+            t, strategy = total, step.strategy if t == 0 else strategy
         table = step.table
     return Repair(rounded, t, nu, strategy), levels
+
+
+def _most_margins(problem: Problem, bud, cap: np.ndarray) -> np.ndarray:
+    """``[K]``: the safety margins that put each comparison's target at ``cap`` below its budget
+    (so a raised target never goes below half the budget)."""
+    from diffpriv.certification._safety import delta_margin, pure_margin
+
+    _, n_in, n_out = problem.shape
+    eps = np.where(np.isfinite(bud.eps), bud.eps, 0.0)
+    margin = np.where(bud.delta == 0, pure_margin(eps, n_in, n_out), delta_margin(n_in, n_out))
+    return np.maximum(cap / margin, 2.0)

@@ -68,11 +68,11 @@ def mix(table: np.ndarray, t: float, nu: np.ndarray) -> np.ndarray:
     return out
 
 
-def repair_holds(problem: Problem, table: np.ndarray) -> np.ndarray:
-    """``[K]`` bool: each comparison holds with the repair target (twice the safety margin)."""
+def repair_holds(problem: Problem, table: np.ndarray, factor=REPAIR_FACTOR) -> np.ndarray:
+    """``[K]`` bool: each comparison holds with the repair target (``factor`` safety margins:
+    twice by default; a ``[K]`` array sets it per comparison)."""
     blocks = problem.blocks()
-    return holds(comparison_levels(problem, table, blocks), budgets(blocks), problem.shape,
-                 REPAIR_FACTOR)
+    return holds(comparison_levels(problem, table, blocks), budgets(blocks), problem.shape, factor)
 
 
 _CHECKED = 256
@@ -84,12 +84,16 @@ class _Mixer:
     """Repair checks of the laws ``P' = (1 − t)P + t·ν`` of :class:`Laws`, without rebuilding
     tables; a pass over the comparisons goes a chunk at a time (:meth:`Laws.chunks`)."""
 
-    def __init__(self, budgets: Budgets, shape: tuple[int, int, int], laws: Laws):
+    def __init__(self, budgets: Budgets, shape: tuple[int, int, int], laws: Laws, factor=REPAIR_FACTOR):
         self.budgets, self.shape, self.laws = budgets, shape, laws
+        self.factor = factor  # safety margins to aim at: a number, or one per comparison
+
+    def _factor(self, k: slice):
+        return self.factor[k] if np.ndim(self.factor) else self.factor
 
     def shifted(self, t: float, nu: np.ndarray) -> _Mixer:
         """The mixer of the laws after mixing with ``ν`` at weight ``t``."""
-        return _Mixer(self.budgets, self.shape, self.laws.mixed(t, nu))
+        return _Mixer(self.budgets, self.shape, self.laws.mixed(t, nu), self.factor)
 
     def _ok(self, t: float, nu: np.ndarray) -> Iterator[np.ndarray]:
         """``[K]`` bool in consecutive pieces of at least :data:`_CHECKED` comparisons (and whole
@@ -110,7 +114,7 @@ class _Mixer:
                 k, none = slice(start, hi), np.zeros(hi - start, dtype=bool)
                 lv = ComparisonLevels(self.laws, level[k], level[k], level[k],
                                       self.laws.identical[k], none, level[k])
-                yield holds(lv, Budgets(*(b[k] for b in c)), self.shape, REPAIR_FACTOR)
+                yield holds(lv, Budgets(*(b[k] for b in c)), self.shape, self._factor(k))
                 start = hi
 
     def ok(self, t: float, nu: np.ndarray) -> np.ndarray:
@@ -131,7 +135,7 @@ class _Mixer:
         directions, the largest over all. Only a starting point for :meth:`least_t`, which
         checks every ``t`` it returns; δ budgets and divergences give no floor (0)."""
         c = self.budgets
-        target = pure_bound(c.eps, *self.shape[1:], REPAIR_FACTOR)
+        target = pure_bound(c.eps, *self.shape[1:], self.factor)
         floor = 0.0
         for lo, hi, P, Q in self.laws.chunks():
             if c.divergent[lo] or c.delta[lo] > 0:
@@ -168,7 +172,7 @@ class _Mixer:
     def violation(self) -> np.ndarray:
         """``[n_out]`` violation mass of the comparisons that fail, at the repair target."""
         c = self.budgets
-        target = np.where(c.delta == 0, pure_bound(c.eps, *self.shape[1:], REPAIR_FACTOR), c.eps)
+        target = np.where(c.delta == 0, pure_bound(c.eps, *self.shape[1:], self.factor), c.eps)
         failed = ~self.ok(0.0, np.zeros(self.shape[2]))
         total = None
         for lo, hi, P, Q in self.laws.chunks():
@@ -220,6 +224,7 @@ def repair(
     strategy: str = "best",
     rtol: float = 1e-6,
     rounds: int = 4,
+    factor=REPAIR_FACTOR,
 ) -> Repair:
     """Least mixing ``A' = (1 − t)·A + t·𝟙νᵀ`` that makes every constraint hold.
 
@@ -231,6 +236,8 @@ def repair(
         common support), ``"uniform"``, or ``"best"``: both, keeping the lower objective.
       rtol: relative tolerance of the bisection on ``t``: ``t·(1 − rtol)`` fails.
       rounds: refinement rounds of the violation-mass ``ν``.
+      factor: the safety margins to aim at (:func:`._safety.holds`): a number, or ``[K]`` one
+        per comparison (the quantised certification raises it where rounding broke a budget).
 
     Returns:
       A :class:`Repair`; ``t = 0`` if the table already holds with the repair margin.
@@ -245,13 +252,13 @@ def repair(
     blocks = problem.blocks()
     bud = budgets(blocks)
     levels = comparison_levels(problem, A, blocks)
-    if holds(levels, bud, problem.shape, REPAIR_FACTOR).all():
+    if holds(levels, bud, problem.shape, factor).all():
         return Repair(A, 0.0, None, "none")
     common = problem.support_mask().all(axis=(0, 1))
     if not common.any():
         raise RepairError("repair: the table violates a budget and no output is allowed in every "
                           "row (support mask), so no data-independent mixing exists")
-    mixer = _Mixer(bud, problem.shape, levels.laws)
+    mixer = _Mixer(bud, problem.shape, levels.laws, factor)
     candidates = {}
     if strategy != "uniform":
         nu = _violation_nu(mixer, common, rtol, rounds)
@@ -261,18 +268,19 @@ def repair(
         candidates["uniform"] = common / common.sum()
     best = None
     for name, nu in candidates.items():
-        out = _confirm(problem, A, mixer.least_t(nu, rtol), nu, rtol)
+        out = _confirm(problem, A, mixer.least_t(nu, rtol), nu, rtol, factor)
         key = (problem.objective_value(out.table), out.t)
         if best is None or key < best[0]:
             best = (key, dataclasses.replace(out, strategy=name))
     return best[1]
 
 
-def _confirm(problem: Problem, A: np.ndarray, t: float, nu: np.ndarray, rtol: float) -> Repair:
+def _confirm(problem: Problem, A: np.ndarray, t: float, nu: np.ndarray, rtol: float,
+             factor=REPAIR_FACTOR) -> Repair:
     """Rebuilds the mixed table and re-checks it in full; raises ``t`` until it holds."""
     step = max(t * rtol, 1e-15)
     while True:
         out = mix(A, t, nu)
-        if t >= 1.0 or repair_holds(problem, out).all():
+        if t >= 1.0 or repair_holds(problem, out, factor).all():
             return Repair(out, t, nu, "")
         t, step = min(1.0, t + step), 2.0 * step

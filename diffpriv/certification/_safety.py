@@ -101,6 +101,7 @@ __all__ = [
     "table_problems",
     "sanitize_table",
     "holds",
+    "slack",
 ]
 
 U64 = 2.0**-53
@@ -259,3 +260,26 @@ def holds(
     bound = pure_bound(budgets.eps, n_in, n_out, factor)
     ok_div = np.isfinite(levels.divergence) & (levels.divergence <= bound) & ~levels.underflow
     return levels.identical | np.where(budgets.divergent, ok_div, np.where(pure, ok_pure, ok_approx))
+
+
+def slack(levels: ComparisonLevels, budgets: Budgets, shape: tuple[int, int, int]) -> np.ndarray:
+    """``[K]``: how many safety margins each comparison has to spare, ``(budget − level) /
+    margin`` in the units :func:`holds` reads (the pure level, the tight δ or the certified
+    divergence level; ``+∞`` for identical laws, ``−∞`` where a level is not certified at all).
+    ``holds(…, factor)`` is, up to rounding, ``slack ≥ factor``; this is not the acceptance rule
+    (:func:`holds` is), only a measure by which a repair sets its margins (the quantised
+    certification's, :func:`._certificate._quantized`)."""
+    _, n_in, n_out = shape
+    eps = np.asarray(budgets.eps, np.float64)
+    finite = np.isfinite(eps)
+    e = np.where(finite, eps, 0.0)
+    m_pure = pure_margin(e, n_in, n_out)
+    m_delta = delta_margin(n_in, n_out) + np.where(levels.underflow, underflow_margin(e, n_in, n_out), 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        pure = np.where(np.isfinite(levels.pure) & ~levels.underflow, (e - levels.pure) / m_pure, -np.inf)
+        approx = (budgets.delta - levels.delta) / m_delta
+        div = np.where(np.isfinite(levels.divergence) & ~levels.underflow,
+                       (e - levels.divergence) / m_pure, -np.inf)
+    out = np.where(budgets.divergent, div, np.where(budgets.delta == 0, pure, approx))
+    out = np.where(finite, out, np.inf)
+    return np.where(levels.identical, np.inf, np.nan_to_num(out, nan=-np.inf))

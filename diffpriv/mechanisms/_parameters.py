@@ -26,7 +26,7 @@ def check_parameters(certificate) -> tuple[bool | None, str]:
     table: the mechanism built with those parameters, certified as :func:`evaluate` did — rows
     cleaned, mixed by the recorded repair ``(t, ν)`` if any, rounded to the recorded
     quantization. It is rebuilt here and compared with the stored table (within ``1e-12``, plus
-    a few counts of ``2^-bits`` for a repaired dyadic table).
+    two counts of ``2^-bits`` a quantisation round for a repaired dyadic table).
 
     Returns:
       ``(True, text)`` verified; ``(False, text)`` the parameters do not build this table (a
@@ -34,6 +34,7 @@ def check_parameters(certificate) -> tuple[bool | None, str]:
       not be rebuilt (the text says why: "parameters not verified").
     """
     from diffpriv.certification import dyadic_counts, quantize
+    from diffpriv.certification._certificate import QUANTIZE_ROUNDS
     from diffpriv.certification._safety import sanitize_table
     from diffpriv.problems._json import problem_from_dict
 
@@ -59,7 +60,7 @@ def check_parameters(certificate) -> tuple[bool | None, str]:
     bits = (d.get("quantization") or {}).get("bits")
     if bits is not None:
         table = quantize(table, bits)[1]
-        slack += 8 * 2.0**-bits if t > 0 else 0.0
+        slack += 2 * QUANTIZE_ROUNDS * 2.0**-bits if t > 0 else 0.0  # a count a round, either side
     stored = np.asarray(d["table"], dtype=np.float64)
     if stored.shape != table.shape:
         return False, (f"meta.mechanism.params: {name} builds a table of shape {table.shape}, "
