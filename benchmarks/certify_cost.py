@@ -7,7 +7,15 @@ arrays included, in a separate run), and prints both beside ``dp.certification.c
 estimate. The per-comparison rates in ``diffpriv/certification/_cost.py`` come from this
 benchmark's output (the ``s/cmp`` columns); ``--fit`` prints them as least-squares fits.
 
-    .venv/bin/python benchmarks/certify_cost.py [--quick] [--fit] [--out FILE.json]
+``--stages`` times the once-per-problem stages instead (``_cost.stages``): the triangle check of
+a metric (a line's ``|i − j|``), ``problem_hash`` of a problem with an input metric, and
+extended DistP's transports (W1 and W∞ of two items, under a line's metric and under the
+Euclidean distances of random points in the plane, stored; the items on 1, X/10 or X inputs),
+each beside its estimate; with ``--fit`` the rates ``triangle``, ``hash``, ``w1``, ``winf``
+(per point and solve charged, ``_cost.winf_steps``) and ``*_ground``.
+The ``xdistp_w1`` and ``xdistp_winf`` kinds of the default run check whole certificates.
+
+    .venv/bin/python benchmarks/certify_cost.py [--quick] [--fit] [--stages] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -21,7 +29,13 @@ import tracemalloc
 import numpy as np
 
 import diffpriv as dp
-from diffpriv.certification import certify_cost
+from diffpriv.certification import _cost, certify_cost
+from diffpriv.certification._cost import stages, winf_steps
+from diffpriv.measures import _transport
+from diffpriv.problems import problem_hash
+
+XDISTP_ITEMS = 8
+"""Items of an ``xdistp_*`` certificate (its 7 pairs of neighbours: a W∞ of 400 inputs is ~0.3 s)."""
 
 
 def problem(kind: str, nx: int, ny: int) -> dp.Problem:
@@ -29,7 +43,8 @@ def problem(kind: str, nx: int, ny: int) -> dp.Problem:
     outputs = dp.Domain(tuple(f"y{i}" for i in range(ny)), np.linspace(0, nx - 1, ny)[:, None])
     loss = np.abs(np.subtract.outer(inputs.coords[:, 0], outputs.coords[:, 0]))
     rng = np.random.default_rng(0)
-    items = tuple(dp.Item(f"i{k}", rng.dirichlet(np.ones(nx))) for k in range(max(2, nx)))
+    n_items = XDISTP_ITEMS if kind.startswith("xdistp") else max(2, nx)
+    items = tuple(dp.Item(f"i{k}", rng.dirichlet(np.ones(nx))) for k in range(n_items))
     pairs = tuple((k, k + 1) for k in range(len(items) - 1))
     constraint = {
         "ldp": lambda: dp.LocalDP(epsilon=50.0),
@@ -38,8 +53,110 @@ def problem(kind: str, nx: int, ny: int) -> dp.Problem:
         "wdp1": lambda: dp.WassersteinDP(epsilon=1e3, order=1.0),
         "wdp2": lambda: dp.WassersteinDP(epsilon=1e3, order=2.0),
         "wdp3": lambda: dp.WassersteinDP(epsilon=1e3, order=3.0),
+        "xdistp_w1": lambda: dp.ExtendedDistP(pairs=pairs, divergence="kl", epsilon=50.0),
+        "xdistp_winf": lambda: dp.ExtendedDistP(pairs=pairs, divergence="kl", epsilon=50.0, transport="winf"),
     }[kind]()
-    return dp.Problem(inputs, outputs, loss, np.full((1, nx), 1 / nx), items=items, constraints=(constraint,))
+    metric = line_metric(nx) if kind.startswith("xdistp") else None
+    return dp.Problem(inputs, outputs, loss, np.full((1, nx), 1 / nx), items=items, constraints=(constraint,),
+                      input_metric=metric)
+
+
+def line_metric(n: int) -> np.ndarray:
+    return np.abs(np.subtract.outer(np.arange(n), np.arange(n))).astype(float)
+
+
+def plane_metric(n: int) -> np.ndarray:
+    """Euclidean distances of ``n`` random points of the unit square (~n²/2 distinct ones)."""
+    p = np.random.default_rng(2).random((n, 2))
+    return np.sqrt(((p[:, None, :] - p[None, :, :]) ** 2).sum(-1))
+
+
+def transport_problem(metric: np.ndarray, support: int, transport: str) -> dp.Problem:
+    """Two items on ``support`` random inputs each, one ``xdistp`` pair, under ``metric``."""
+    n = metric.shape[0]
+    rng = np.random.default_rng(support)
+    items = []
+    for k in range(2):
+        dist = np.zeros(n)
+        dist[rng.choice(n, support, replace=False)] = rng.dirichlet(np.ones(support))
+        items.append(dp.Item(f"i{k}", dist))
+    dom = dp.Domain(tuple(f"x{i}" for i in range(n)))
+    constraint = dp.ExtendedDistP(pairs=((0, 1),), divergence="kl", epsilon=1.0, transport=transport)
+    return dp.Problem(dom, dp.Domain(("y0", "y1")), np.zeros((n, 2)), np.full((1, n), 1 / n),
+                      items=tuple(items), constraints=(constraint,), input_metric=metric)
+
+
+def stage_rows(quick: bool) -> list[dict]:
+    """The triangle check, ``problem_hash`` and one transport of each kind, timed (best of 3 up
+    to 400 inputs), each beside its estimate; ``steps``: the solves charged (``_cost.winf_steps``; 1 for
+    W1), ``solved``: those W∞'s bisection ran (⌈log₂ L⌉ + 1, ``L`` the distinct distances
+    between the supports)."""
+    rows = []
+    for n in (200, 400, 800) if quick else (200, 400, 800, 1200, 1600):
+        d = line_metric(n)
+
+        def check(d=d):
+            _transport._CHECKED.clear()  # not the cache: the check
+            _transport.check_triangle(d)
+
+        seconds = min(timed(check) for _ in range(2))
+        rows.append({"stage": "triangle", "metric": "line", "nx": n, "support": n, "steps": 1,
+                     "solved": 1, "seconds": seconds, "estimate_seconds": n * _cost._rate("triangle", n)})
+    for name, metric in (("line", line_metric), ("plane", plane_metric)):
+        for n in (200, 400, 800) if quick else (200, 400, 800, 1000):
+            p = transport_problem(metric(n), 1, "w1")
+            seconds = min(timed(lambda p=p: problem_hash(p)) for _ in range(3))
+            rows.append({"stage": "hash", "metric": name, "nx": n, "support": n, "steps": 1, "solved": 1,
+                         "seconds": seconds, "estimate_seconds": _cost._rate("hash", n * n)})
+    for name, metric in (("line", line_metric), ("plane", plane_metric)):
+        for n in (100, 200, 400) if quick else (100, 200, 400, 800, 1200):
+            d = metric(n)
+            for support in (1, max(1, n // 10), n):
+                for transport in ("w1", "winf"):
+                    p = transport_problem(d, support, transport)
+                    c = p.constraints[0]
+
+                    def solve(p=p, c=c):
+                        from diffpriv.problems._divergence_families import _DISTANCES
+
+                        _DISTANCES.pop(p, None)
+                        c.distances(p)
+
+                    seconds = min(timed(solve) for _ in range(3 if n <= 400 else 1))
+                    sa, sb = (np.flatnonzero(item.dist) for item in p.items)
+                    levels = np.unique(d[np.ix_(sa, sb)]).size
+                    steps = 1 if transport == "w1" else winf_steps(sa.size * sb.size, n)
+                    rows.append({"stage": transport, "metric": name, "nx": n, "support": support,
+                                 "steps": steps, "solved": 1 if transport == "w1" else
+                                 math.ceil(math.log2(levels)) + 1, "seconds": seconds,
+                                 "estimate_seconds": stages(p)[2][0][0]})
+    return rows
+
+
+def fit_stages(rows: list[dict]) -> None:
+    """Non-negative least-squares rates of the stages, in relative error: ``triangle`` per point;
+    ``hash`` per number (the plane's full-precision floats are the rate); for each transport,
+    ``*_ground`` (per transport, ``n = X``) and the rate per point and solve
+    charged (``n`` the support) together, ``t ≈ g(X) + steps·n·r(n)``."""
+    from scipy.optimize import nnls
+
+    def fit(features, y):
+        a, y = np.asarray(features, dtype=float), np.asarray(y)
+        return nnls(a / y[:, None], np.ones_like(y))[0]
+
+    tri = [r for r in rows if r["stage"] == "triangle"]
+    coef = fit([[r["nx"], r["nx"] ** 2, r["nx"] ** 3] for r in tri], [r["seconds"] for r in tri])
+    print(f"fit triangle: s/point ≈ {coef[0]:.3g} + {coef[1]:.3g}·n + {coef[2]:.3g}·n²")
+    for name in ("line", "plane"):
+        sel = [r for r in rows if r["stage"] == "hash" and r["metric"] == name]
+        coef = fit([[r["nx"] ** 2] for r in sel], [r["seconds"] for r in sel])
+        print(f"fit hash ({name}): s ≈ {coef[0]:.3g}·n (n = X² numbers)")
+    for kind in ("w1", "winf"):
+        sel = [r for r in rows if r["stage"] == kind]
+        coef = fit([[1.0, r["nx"], r["nx"] ** 2] + [r["steps"] * r["support"] ** e for e in (1, 2, 3)]
+                    for r in sel], [r["seconds"] for r in sel])
+        print(f"fit {kind}_ground: s/transport ≈ {coef[0]:.3g} + {coef[1]:.3g}·X + {coef[2]:.3g}·X²")
+        print(f"fit {kind}: s/point/solve ≈ {coef[3]:.3g} + {coef[4]:.3g}·n + {coef[5]:.3g}·n²")
 
 
 def timed(fn) -> float:
@@ -61,7 +178,7 @@ def run(kind: str, nx: int, ny: int, exact: bool) -> dict:
     table = np.random.default_rng(1).dirichlet(np.ones(ny), size=(1, nx))
     cert = dp.certify(p, table, repair=False)
     data = cert.to_dict(arrays=True)
-    seconds = timed(lambda: dp.verify(data, exact=exact))
+    seconds = timed(lambda: (_transport._CHECKED.clear(), dp.verify(data, exact=exact)))  # the check too
     memory = peak(lambda: dp.verify(data, exact=exact))
     est = certify_cost(p, exact=exact)
     comparisons = sum(b.size for b in p.blocks())
@@ -74,14 +191,33 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a minute)")
     ap.add_argument("--fit", action="store_true", help="print least-squares per-comparison rates")
+    ap.add_argument("--stages", action="store_true",
+                    help="time the triangle check and the transports instead (_cost.stages)")
     ap.add_argument("--out", help="write the rows as JSON")
     args = ap.parse_args()
+    if args.stages:
+        rows = stage_rows(args.quick)
+        print(f"{'stage':8} {'metric':6} {'X':>5} {'supp':>5} {'steps':>5} {'ran':>4} {'s':>9} "
+              f"{'est s':>9} {'ratio':>6}")
+        for r in rows:
+            print(f"{r['stage']:8} {r['metric']:6} {r['nx']:5d} {r['support']:5d} {r['steps']:5d} "
+                  f"{r['solved']:4d} "
+                  f"{r['seconds']:9.5f} {r['estimate_seconds']:9.5f} "
+                  f"{r['estimate_seconds'] / r['seconds']:6.2f}")
+        if args.fit:
+            fit_stages(rows)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump({"rows": rows, "note": "_cost.stages, 2-core CPU"}, f, indent=1)
+        return
     sizes = {"ldp": [(600, 8), (300, 64), (120, 256)], "distp": [(300, 8), (200, 64), (100, 256)],
              "kl_dp": [(600, 8), (300, 64), (120, 256)], "wdp1": [(60, 8), (30, 32), (16, 96)],
-             "wdp2": [(60, 8), (30, 32), (16, 96)], "wdp3": [(40, 8), (20, 32), (10, 96)]}
+             "wdp2": [(60, 8), (30, 32), (16, 96)], "wdp3": [(40, 8), (20, 32), (10, 96)],
+             "xdistp_w1": [(200, 8), (400, 8), (800, 8)], "xdistp_winf": [(100, 8), (200, 8), (400, 8)]}
     exact_sizes = {"ldp": [(120, 8), (60, 64), (30, 256)], "distp": [(60, 8), (40, 64), (20, 256)],
                    "kl_dp": [(120, 8), (60, 64), (30, 256)], "wdp1": [(30, 8), (20, 32), (12, 96)],
-                   "wdp2": [(30, 8), (20, 32), (12, 96)], "wdp3": [(20, 8), (12, 32), (8, 96)]}
+                   "wdp2": [(30, 8), (20, 32), (12, 96)], "wdp3": [(20, 8), (12, 32), (8, 96)],
+                   "xdistp_w1": [(100, 8), (200, 8)], "xdistp_winf": [(100, 8), (200, 8)]}
     if args.quick:
         sizes = {k: v[:2] for k, v in sizes.items()}
         exact_sizes = {k: v[:2] for k, v in exact_sizes.items()}
@@ -99,7 +235,7 @@ def main() -> None:
                       f"{r['estimate_bytes'] / 2**20:8.2f} {r['estimate_bytes'] / r['peak_bytes']:6.2f}",
                       flush=True)
     if args.fit:
-        for kind in sizes:
+        for kind in (k for k in sizes if not k.startswith("xdistp")):  # their stages: --stages --fit
             for exact in (False, True):
                 sel = [r for r in rows if r["kind"] == kind and r["exact"] == exact]
                 a = np.array([[1.0, r["ny"], r["ny"] ** 2] for r in sel])

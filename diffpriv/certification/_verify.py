@@ -37,6 +37,7 @@ from diffpriv.certification._schema import (
     read_certificate,
 )
 from diffpriv.certification._summary import ConstraintLevel, summarize
+from diffpriv.measures._transport import deferred_triangle_checks
 from diffpriv.problems._blocks import budgets
 from diffpriv.problems._json import problem_hash
 from diffpriv.problems._problem import Problem
@@ -213,6 +214,8 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
         for deployed tables).
       max_seconds: refuse (``SizeError``, before any level is computed) a certificate whose
         re-check is estimated to take longer (:func:`._cost.certify_cost`); ``None``: no limit.
+        The problem's metrics are checked for the triangle inequality (``O(n³)``) only after
+        this admission, which counts them.
       max_memory: likewise for its estimated peak bytes; ``None``: the machine's limit
         (:func:`diffpriv.problems.memory_limit`).
       problem: the problem the certificate must be for (a user's config, built with
@@ -238,7 +241,8 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
     except (OSError, ValueError, TypeError, RecursionError) as e:
         return VerifyReport(False, [f"certificate: cannot be read ({type(e).__name__}: {e})"])
     try:
-        checked = check_certificate(d)
+        with deferred_triangle_checks() as triangles:  # O(n³) each: after the admission
+            checked = check_certificate(d)
         if problem is not None:
             differs = problem_difference(checked.problem, problem)
             if differs:
@@ -248,6 +252,11 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
         admit(checked.problem, "certifier")
         if exact:
             admit_exact(checked.table)
+        for triangle in triangles:
+            try:
+                triangle()
+            except ValueError as e:  # what check_certificate would have said, had it run there
+                return VerifyReport(False, [f"problem.{e}"], (), exact)
         return _verify(checked, exact)
     except CertificateFormatError as e:  # the format's one line, naming the field
         return VerifyReport(False, [str(e)], (), exact)

@@ -4,7 +4,8 @@
 Exit codes: 0 success; 1 a certificate's claims do not hold (or a solver failed); 2 a user
 error — a bad config, a bad option value, a missing, malformed or too large file, an output
 location that cannot be written — reported as one line ``error: ...`` on stderr, without a
-traceback and without writing any output. Every command that reads a certificate reads it
+traceback and without writing any output; 3 ``audit`` could test none of a certificate's claims
+(not a pass); 130 interrupted (Ctrl-C). Every command that reads a certificate reads it
 with :func:`~diffpriv.cli._common._read_certificate`, which checks its size, keys, types and
 shapes (:mod:`diffpriv.certification._schema`) before :func:`diffpriv.certification.verify`
 checks its claims. Output locations are checked before anything is computed. JAX is imported
@@ -58,7 +59,7 @@ app = typer.Typer(
     help="Optimal local obfuscation mechanisms under distribution privacy, certified exactly.\n\n"
     "Typical use: diffpriv optimize CONFIG --out DIR; diffpriv certify DIR/certificate.json;"
     " diffpriv export DIR/certificate.json --format csv; diffpriv plot DIR/certificate.json."
-    " Exit codes: 0 ok, 1 a claim fails, 2 bad input.",
+    " Exit codes: 0 ok, 1 a claim fails, 2 bad input, 3 nothing audited, 130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -46,18 +46,22 @@ def certify(
 
     Rebuilds the problem stored in FILE, recomputes each constraint's exact level for the stored
     table and compares it with the budget and with the level the certificate claims. Before any
-    level, the time and memory of the check are estimated from the problem; above --max-seconds
-    or --max-memory it refuses in one line (exit 2: nothing was checked). With --config, the
-    certificate must be for exactly the problem CONFIG defines (domains, loss, prior, items,
-    constraints and budgets): one that is not fails (exit 1) naming the first field that differs.
+    level (and before a metric's triangle check or a transport), the time and memory of the
+    check are estimated from the problem; above --max-seconds or --max-memory it refuses in one
+    line (exit 2: nothing was checked). With --config, the certificate must be for exactly the
+    problem CONFIG defines (domains, loss, prior, items, constraints and budgets): one that is
+    not fails (exit 1) naming the first field that differs.
     """
     if not max_seconds > 0:
         _fail(f"--max-seconds: must be > 0, got {max_seconds!r}")
     if max_memory is not None and not max_memory > 0:
         _fail(f"--max-memory: must be > 0 (GB), got {max_memory!r}")
     limit = None if max_memory is None else int(max_memory * 2**30)
-    expected = None if config is None else _load(config)[0]
-    checked = _read_certificate(file)
+    from diffpriv.measures._transport import deferred_triangle_checks
+
+    with deferred_triangle_checks():  # the O(n³) metric checks: verify's, after its admission
+        expected = None if config is None else _load(config)[0]
+        checked = _read_certificate(file)
     report = _verify(file, checked, exact=exact, max_seconds=max_seconds, max_memory=limit, problem=expected)
     if report.problem is not None and report.levels:
         _print_constraints(_constraints(report.problem, report.levels))

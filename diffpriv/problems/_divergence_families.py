@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import weakref
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
@@ -61,6 +62,11 @@ DIVERGENCE_NAMES = NAMES
 
 TRANSPORTS = ("w1", "winf")
 """The input-distribution distances of extended DistP."""
+
+_DISTANCES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Per problem (while it lives): ``{(transport, i, j): certified lower bound of W(λ_i, λ_j)}``,
+so that ``W`` of a pair is solved once however many ``xdistp`` constraints name it (what
+:func:`diffpriv.certification.certify_cost` counts)."""
 
 
 
@@ -214,22 +220,30 @@ class DivergenceDP(_InputPairs, _PairsJSON, _Divergence):
 
 
 
-def transport_lower_bound(problem, a: np.ndarray, b: np.ndarray, transport: str) -> float:
+def input_ground(problem) -> np.ndarray:
+    """``[X, X]``: the stored input metric, or the Euclidean distances of the input coordinates
+    rounded down (a lower bound of ``W`` under it is one under the exact distances)."""
+    if problem.input_metric is not None:
+        return problem.input_metric
+    from diffpriv.problems._problem import euclidean_bound  # lazy: _problem imports the families
+
+    return euclidean_bound(problem.inputs.coords, problem.inputs.coords, "lower")
+
+
+def transport_lower_bound(problem, a: np.ndarray, b: np.ndarray, transport: str,
+                          ground: np.ndarray | None = None) -> float:
     """A certified lower bound of ``W(â, b̂)`` (``"w1"`` or ``"winf"``) under the input metric.
 
     ``a``, ``b``: the items' weight vectors *as stored*; the distributions are ``â = a / Σa`` and
     ``b̂ = b / Σb`` exactly (never a float renormalisation: ``W∞`` jumps where masses tie, and
-    its Hall set is checked in rationals on these). The metric is the stored input metric, or the
-    Euclidean distances of the input coordinates rounded down. A solver that fails gives 0, a
-    true lower bound (the budget ``ε·W`` is then 0).
+    its Hall set is checked in rationals on these). The metric is ``ground``, by default
+    :func:`input_ground` (pass it to compute it once for many pairs). A solver that fails gives
+    0, a true lower bound (the budget ``ε·W`` is then 0).
     """
     from diffpriv.measures import _transport as ot  # lazy: POT loads on first use
-    from diffpriv.problems._problem import euclidean_bound  # lazy: _problem imports the families
 
-    if problem.input_metric is not None:
-        ground = problem.input_metric
-    else:
-        ground = euclidean_bound(problem.inputs.coords, problem.inputs.coords, "lower")
+    if ground is None:
+        ground = input_ground(problem)
     try:
         if transport == "w1":
             sol = ot.wasserstein(a, b, ground)
@@ -271,13 +285,13 @@ class ExtendedDistP(_Divergence):
             self, epsilon=_check_budget(f"{field}.epsilon", self.epsilon),
             pairs=check_pairs(f"{field}.pairs", self.pairs, len(problem.items), "item"),
             **self._checked_divergence(field))
-        if problem.input_metric is not None:
+        if problem.input_metric is not None:  # the O(X³) triangle check: once per distinct metric
             from diffpriv.measures._transport import check_metric
 
             try:
-                check_metric(problem.input_metric, "input_metric")
+                check_metric(problem.input_metric, f"{field}: input_metric")
             except ValueError as e:
-                raise SpecError(f"{field}: {e}") from None
+                raise SpecError(str(e)) from None
         return out
 
     def counts(self, problem) -> tuple[int, int]:
@@ -285,10 +299,18 @@ class ExtendedDistP(_Divergence):
         return 0, len(self.pairs)
 
     def distances(self, problem) -> np.ndarray:
-        """``[K]`` certified lower bounds of ``W(λ_i, λ_j)`` for the pairs."""
-        items = problem.items
-        return np.array([transport_lower_bound(problem, items[i].dist, items[j].dist, self.transport)
-                         for i, j in self.pairs])
+        """``[K]`` certified lower bounds of ``W(λ_i, λ_j)`` for the pairs: one transport per
+        distinct pair of the problem, however many constraints name it (:data:`_DISTANCES`), on
+        one ground (:func:`input_ground`)."""
+        items, known = problem.items, _DISTANCES.setdefault(problem, {})
+        todo = [(self.transport, i, j) for i, j in self.pairs if (self.transport, i, j) not in known]
+        if todo:
+            ground = input_ground(problem)
+            for key in dict.fromkeys(todo):
+                _, i, j = key
+                known[key] = transport_lower_bound(problem, items[i].dist, items[j].dist,
+                                                   self.transport, ground)
+        return np.array([known[(self.transport, i, j)] for i, j in self.pairs])
 
     def blocks(self, problem, index: int) -> tuple[Block, ...]:
         w = self.distances(problem)
