@@ -58,7 +58,9 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
       problem: the problem.
       seed, steps, progress, init, **options: as for :func:`diffpriv.optimize` (``method``:
         ``"auto"`` by default, which runs the exact reference where it is predicted faster;
-        ``result.method`` names the solver that ran). The run stops
+        ``result.method`` names the solver that ran; ``time_limit``: seconds after which the
+        optimizer stops with its best table, status ``"time limit"``; Ctrl-C stops it the same
+        way, status ``"interrupted"``, and that table is certified too). The run stops
         at a certified gap: when the optimizer has converged but the certified (possibly
         repaired) table is not within ``gap_tol`` of the lower bound, the run continues from
         where it stopped with a 10x smaller ``viol_factor`` (at most three times, within
@@ -111,6 +113,8 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
     with progress_bar(progress) as report:
         result = opt(problem, seed=seed, init=init, progress=report)
         count(result)
+        if result.plan == "lean":  # its multipliers alone are GBs (a 100×100 grid's: 1.6 GB), which
+            result = dataclasses.replace(result, state=None)  # certifying needs; no continuation
         if result.infeasible:
             raise InfeasibleError(
                 f"the constraints cannot all hold: the optimizer's certified lower bound "
@@ -119,12 +123,14 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
         # Stop at a *certified* gap: if repairing the table costs more than the gap allows,
         # continue the run (warm start) with a 10x stricter violation tolerance.
         for _ in range(3):
+            left = opt.time_limit - optimize_seconds if opt.time_limit > 0 else 0.0
             if (result.status != "converged" or result.steps >= budget
                     or relative_gap(cert.loss, result.lower_bound) <= opt.gap_tol
-                    or not problem.linear or result.method != "pdhg"):  # no warm start there
+                    or not problem.linear or result.method != "pdhg" or result.state is None
+                    or (opt.time_limit > 0 and left <= 0)):
                 break
-            opt = dataclasses.replace(opt, steps=budget - result.steps,
-                                      viol_factor=opt.viol_factor / 10)
+            opt = dataclasses.replace(opt, steps=budget - result.steps, viol_factor=opt.viol_factor / 10,
+                                      time_limit=left)
             more = opt(problem, seed=seed, init=result, progress=report)
             count(more)
             result = dataclasses.replace(more, steps=result.steps + more.steps,

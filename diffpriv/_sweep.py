@@ -477,6 +477,8 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
             warm = previous if previous is not None and previous.method in ("pdhg", "highs") else None
             d = design(p, seed=seed, quantize=quantize, init=warm, meta={**(meta or {}), "sweep": point},
                        **options)
+            if d.result.status == "interrupted":  # Ctrl-C: this budget is not done (the caller says so)
+                raise KeyboardInterrupt
             previous = d.result
             cert, bound, status, method = d.certificate, float(d.result.lower_bound), d.result.status, \
                 d.result.method

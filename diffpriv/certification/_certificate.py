@@ -27,7 +27,7 @@ import numpy as np
 
 from diffpriv._files import atomic_write, json_number
 from diffpriv.certification._arrays import arrays_path, as_read, externalize, remove_stale, write_arrays
-from diffpriv.certification._quantize import quantize as quantize_table
+from diffpriv.certification._quantize import dyadic as quantize_table
 from diffpriv.certification._repair import Repair
 from diffpriv.certification._repair import repair as repair_table
 from diffpriv.certification._safety import sanitize_table
@@ -315,7 +315,7 @@ def _quantized(problem: Problem, fixed: Repair, bits: int, repair: bool):
     factor = np.full(bud.size, REPAIR_FACTOR)
     cap = np.where(bud.delta == 0, 0.5 * np.abs(bud.eps), 0.5 * bud.delta)  # aim no lower than half
     for r in range(QUANTIZE_ROUNDS):
-        _, rounded = quantize_table(table, bits)
+        rounded = quantize_table(table, bits)
         levels = constraint_levels(problem, rounded)
         if all(c.ok for c in levels):
             break

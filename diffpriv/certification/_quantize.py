@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MAX_BITS", "DEFAULT_BITS", "quantize", "dyadic_counts"]
+__all__ = ["MAX_BITS", "DEFAULT_BITS", "quantize", "dyadic", "dyadic_counts"]
 
 MAX_BITS = 53
 """Counts below ``2^53`` are float64 integers: ``c / 2^bits`` is then exact."""
@@ -25,8 +25,14 @@ MAX_BITS = 53
 DEFAULT_BITS = 53
 """The resolution ``optimize``, ``reference`` and ``evaluate`` certify at (``2^-53 ≈ 1.1e-16``)."""
 
-_ROWS = 4096
-"""Rows rounded at once (the sort of remainders is ``[rows, n_out]``)."""
+_ENTRIES = 2**21
+"""Entries rounded at once (the rows of a chunk: its sort of remainders is ``[rows, n_out]``; a
+few such temporaries, ~16 MB each, where 4,096 rows of a 100×100 grid's 10,000 outputs took
+312 MB apiece)."""
+
+
+def _chunk_rows(n_out: int) -> int:
+    return max(1, _ENTRIES // max(1, n_out))
 
 
 def _check_bits(bits: int) -> int:
@@ -71,18 +77,36 @@ def quantize(table, bits: int = DEFAULT_BITS) -> tuple[np.ndarray, np.ndarray]:
       bits: ``1 … 53``; a row with more positive entries than ``2^bits`` cannot keep its support
         (``ValueError``).
     """
+    bits, flat = _checked(table, bits)
+    counts = np.empty(flat.shape, dtype=np.int64)
+    rows = _chunk_rows(flat.shape[1])
+    for lo in range(0, flat.shape[0], rows):
+        counts[lo:lo + rows] = _round_rows(flat[lo:lo + rows], bits)
+    counts = counts.reshape(np.shape(table))
+    return counts, np.ldexp(counts.astype(np.float64), -bits)
+
+
+def dyadic(table, bits: int = DEFAULT_BITS) -> np.ndarray:
+    """The float64 table ``counts / 2^bits`` of :func:`quantize`, without the table of counts:
+    rounded a chunk of rows at a time into one output array (the certifier's memory for a
+    10⁸-entry table is then the table and its rounding, not also 800 MB of counts and a cast)."""
+    bits, flat = _checked(table, bits)
+    out = np.empty(flat.shape)
+    rows = _chunk_rows(flat.shape[1])
+    for lo in range(0, flat.shape[0], rows):
+        out[lo:lo + rows] = np.ldexp(_round_rows(flat[lo:lo + rows], bits).astype(np.float64), -bits)
+    return out.reshape(np.shape(table))
+
+
+def _checked(table, bits: int) -> tuple[int, np.ndarray]:
+    """``(bits, table as [S·X, Y] float64)`` after :func:`quantize`'s checks."""
     bits = _check_bits(bits)
     A = np.asarray(table, dtype=np.float64)
     if A.ndim != 3 or not np.all(np.isfinite(A)) or np.any(A < 0) or np.any(A.sum(axis=-1) <= 0):
         raise ValueError("table: expected [S, X, Y] finite, non-negative, every row with mass")
     if np.any((A > 0).sum(axis=-1) > 2**bits):
         raise ValueError(f"bits: a row has more positive entries than 2^{bits} counts")
-    flat = A.reshape(-1, A.shape[-1])
-    counts = np.empty(flat.shape, dtype=np.int64)
-    for lo in range(0, flat.shape[0], _ROWS):
-        counts[lo:lo + _ROWS] = _round_rows(flat[lo:lo + _ROWS], bits)
-    counts = counts.reshape(A.shape)
-    return counts, np.ldexp(counts.astype(np.float64), -bits)
+    return bits, A.reshape(-1, A.shape[-1])
 
 
 def dyadic_counts(table, bits: int) -> np.ndarray | None:

@@ -56,6 +56,11 @@ def optimize(
     progress: Annotated[
         bool, typer.Option(help="Show a progress bar on stderr (only when it is a terminal).")
     ] = True,
+    time_limit: Annotated[
+        float | None,
+        typer.Option("--time-limit", help="Stop the optimizer after SECONDS with the best table so far, "
+                     "certified as any other; overrides \\[optimizer] time_limit.", min=0.0, max=1e9),
+    ] = None,
 ) -> None:
     """Find the least-loss mechanism for CONFIG, certify it, and write OUT/certificate.json.
 
@@ -64,6 +69,7 @@ def optimize(
     a data-independent channel. Prints a summary: the objective of the optimized and the
     certified table, the certified lower bound on the optimum and the gap to it, each
     constraint's budget, certified level and margin, the repair weight and the time taken.
+    Ctrl-C stops the optimizer: its best table so far is certified and written, then exit 130.
     """
     problem, options = _load(config)
     _check_out_dir(out)
@@ -78,6 +84,8 @@ def optimize(
     steps = config_steps if steps is None else steps
     if steps is not None:
         kwargs["steps"] = steps
+    if time_limit is not None:
+        kwargs["time_limit"] = time_limit
     if method is not None:
         if method not in METHODS:
             _fail(f"--method: must be one of {', '.join(METHODS)}, got {method!r}", code=2)
@@ -86,14 +94,20 @@ def optimize(
     from diffpriv._design import InfeasibleError, design  # imports JAX
     from diffpriv.certification import DEFAULT_BITS, RepairError, TableError
     from diffpriv.solvers._cache import enable_compile_cache
+    from diffpriv.solvers._optimizer import SOLVER_ERRORS
 
     enable_compile_cache()  # $DIFFPRIV_COMPILE_CACHE, or ~/.cache/diffpriv/jax; "off" turns it off
     try:
-        d = design(problem, seed=seed, progress=progress, meta=meta, quantize=DEFAULT_BITS, **kwargs)
+        with _user_errors():  # a method that does not apply, a problem too large for it: one line, exit 2
+            d = design(problem, seed=seed, progress=progress, meta=meta, quantize=DEFAULT_BITS, **kwargs)
     except InfeasibleError as e:
         _fail(f"{config}: {e}", code=1)
     except (RepairError, TableError) as e:
         _fail(f"certify: {e}", code=1)
+    except (*SOLVER_ERRORS, FloatingPointError) as e:  # the solver's own failure (infeasible, diverged)
+        _fail(f"optimizer: {e}" if not str(e).startswith("optimizer") else str(e), code=1)
+    except KeyboardInterrupt:
+        _fail("interrupted before the optimizer had a table to certify; nothing written", code=130)
     result, cert = d.result, d.certificate
     _save(cert, out / "certificate.json")
     summary = _summary(
@@ -106,6 +120,13 @@ def optimize(
         write_json(out / "summary.json", summary)
     _print_summary(summary, title=f"diffpriv optimize {config}")
     console.print(f"wrote {out / 'certificate.json'} and {out / 'summary.json'}")
+    if result.status in ("time limit", "interrupted"):
+        why = f"the time limit of {kwargs.get('time_limit'):g} s" if result.status == "time limit" \
+            else "Ctrl-C"
+        console.print(f"stopped by {why} after {int(result.steps)} steps: the certificate is of the best "
+                      f"table so far (certified gap {d.gap:.3g})", soft_wrap=True)
+    if result.status == "interrupted":
+        raise typer.Exit(130)
     if not cert.ok:
         raise typer.Exit(1)
 

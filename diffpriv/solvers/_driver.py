@@ -19,10 +19,14 @@ import it, never each other in a circle.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
+import signal
+import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple, Protocol
 
 import jax
@@ -48,6 +52,10 @@ class Status(enum.StrEnum):
     table meets the constraints."""
     DIVERGED = "diverged"
     """An iterate became non-finite."""
+    TIME_LIMIT = "time limit"
+    """``time_limit`` seconds ran out first (the best table so far)."""
+    INTERRUPTED = "interrupted"
+    """Stopped by the user (Ctrl-C): the best table so far."""
     STALLED = "stalled"
     """No further progress (the augmented Lagrangian: a round no longer moves the objective, or
     threw the table off; the smoothed dual: its temperature reached its floor; column-and-cut
@@ -225,22 +233,74 @@ class Run(Protocol):
         ...
 
 
+@contextlib.contextmanager
+def _deferred_interrupt() -> Iterator[Callable[[], bool]]:
+    """Within it, a first Ctrl-C (SIGINT) only raises a flag, read by the callable it yields, so
+    that a chunk in flight finishes and its state stays whole (a compiled chunk donates its input
+    buffers: interrupted half-way, the run would have no table left); a second raises
+    ``KeyboardInterrupt`` as usual. Only in the main thread, and only where Python's own
+    handler is installed (a program that handles SIGINT itself keeps its handler)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield lambda: False
+        return
+    asked: list[bool] = []
+
+    def handler(signum, frame):
+        if asked:
+            raise KeyboardInterrupt
+        asked.append(True)
+        sys.stderr.write("\ninterrupted: stopping after this chunk with the best table so far "
+                         "(Ctrl-C again to stop at once)\n")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield lambda: bool(asked)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def drive(make: Callable[[], Run], problem, options, seed: int,
-          progress: Callable[[int, int, float], None] | None = None) -> OptimizeResult:
+          progress: Callable[[int, int, float], None] | None = None,
+          deadline: float | None = None) -> OptimizeResult:
     """Runs ``make()`` (the clock starts before it, so that building the run's data and compiling
-    count) chunk by chunk until it ends or its steps run out, calling ``progress(done, total, gap)``
-    after each chunk; returns the :class:`OptimizeResult` of its :class:`Outcome` (``options``:
-    the settings recorded in it)."""
+    count) chunk by chunk until it ends, its steps run out or ``time.perf_counter()`` passes
+    ``deadline`` (after at least one chunk: status ``"time limit"``), calling
+    ``progress(done, total, gap)`` after each chunk; returns the :class:`OptimizeResult` of its
+    :class:`Outcome` (``options``: the settings recorded in it). Ctrl-C (``KeyboardInterrupt``)
+    during a chunk ends the run with its best table so far, status ``"interrupted"``; during
+    ``make()``, or when the run has no table to give, it propagates."""
     require()  # float64: the bound's precision
     start, compiled = time.perf_counter(), compile_seconds()
     run = make()
+    if hasattr(run, "deadline"):  # a run that sizes its chunks to end by then
+        run.deadline = deadline
     done, status = 0, None
-    while status is None and done < run.total:
-        done, gap, status = run.chunk()
-        if progress is not None:
-            progress(min(done, run.total), run.total, gap)
+    try:
+        with _deferred_interrupt() as interrupted:
+            while status is None and done < run.total:
+                done, gap, status = run.chunk()
+                if progress is not None:
+                    progress(min(done, run.total), run.total, gap)
+                if status is None and interrupted():
+                    status = Status.INTERRUPTED
+                elif status is None and deadline is not None and time.perf_counter() >= deadline:
+                    status = Status.TIME_LIMIT
+    except KeyboardInterrupt:  # a second Ctrl-C, or one where none can wait for the chunk
+        try:
+            out = run.finish(Status.INTERRUPTED)
+            check_finite(out.table)
+        except Exception:  # noqa: BLE001  (no table to hand back, e.g. before a first round: it stands)
+            raise KeyboardInterrupt from None
+        return _result(problem, out, done, start, compiled, seed, options, Status.INTERRUPTED)
     out = run.finish(Status.STEP_LIMIT if status is None else status)
-    return make_result(problem, out.table, out.bound, status=out.status, steps=done, start=start,
+    return _result(problem, out, done, start, compiled, seed, options)
+
+
+def _result(problem, out: Outcome, done: int, start: float, compiled: float, seed: int, options,
+            status: Status | None = None) -> OptimizeResult:
+    """The :class:`OptimizeResult` of a run's :class:`Outcome` (``status`` overrules its own)."""
+    return make_result(problem, out.table, out.bound, status=status or out.status, steps=done, start=start,
                        compiled=compiled, seed=seed, options=options, violation=out.violation,
                        state=out.state, plan=out.plan, history=out.history, method=out.method,
                        polish_seconds=out.polish_seconds)

@@ -16,6 +16,8 @@ is faster than diffpriv's own solver.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from diffpriv.problems._problem import Problem
@@ -34,21 +36,24 @@ class ExactRun:
 
     total = 1
 
-    def __init__(self, opt, problem: Problem, seed: int, *, basis: Basis | None = None):
-        self.problem, self.basis, self.gap_tol = problem, basis, opt.gap_tol
+    def __init__(self, opt, problem: Problem, seed: int, *, basis: Basis | None = None,
+                 deadline: float | None = None):
+        self.problem, self.basis, self.gap_tol, self.deadline = problem, basis, opt.gap_tol, deadline
 
     def chunk(self) -> Chunk:
         if self.problem.linear:
+            limit = None if self.deadline is None else max(self.deadline - time.perf_counter(), 0.05)
             with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ValueError
-                ref = solve_lp(self.problem, basis=self.basis, keep_basis=True)
+                ref = solve_lp(self.problem, basis=self.basis, keep_basis=True, time_limit=limit)
             self.bound, self.name = ref.bound, "highs"
         else:
             from diffpriv.solvers._linear import smallest_objective
             from diffpriv.solvers._linearized import linearized_bound
 
             ref = solve_convex(self.problem)
+            # the bound's rounds get a few times Clarabel's own time (at least 5 s)
             bound = linearized_bound(self.problem, ref.table, self.problem.objective_value(ref.table),
-                                     self.gap_tol)
+                                     self.gap_tol, seconds=max(5.0, 4.0 * ref.seconds))
             self.bound = smallest_objective(self.problem) if bound is None else bound
             self.name = "clarabel"
         self.ref = ref

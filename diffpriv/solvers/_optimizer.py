@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable
 
 import jax
@@ -88,14 +89,21 @@ class Optimizer(Options):
         """
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
+        if self.period > self.steps:  # whole periods, at most ``steps`` in all
+            cut = dataclasses.replace(self, period=self.steps)
+            return cut(problem, seed=seed, init=init, progress=progress)
+        deadline = time.perf_counter() + self.time_limit if self.time_limit > 0 else None
         pre = presolve(problem, vacuous=self.method == "auto") if self.presolve else None
         if pre is None:
-            return self._run(problem, seed, init, progress)
-        result = self._run(pre.problem, seed, _restricted(pre, init), progress)
+            return self._run(problem, seed, init, progress, deadline)
+        result = self._run(pre.problem, seed, _restricted(pre, init), progress, deadline)
         return dataclasses.replace(result, table=pre.restore(result.table), presolve=pre.kept)
 
-    def _run(self, problem: Problem, seed: int, init, progress) -> OptimizeResult:
-        """The route's solvers on ``problem`` in turn (:meth:`__call__`)."""
+    def _run(self, problem: Problem, seed: int, init, progress,
+             deadline: float | None = None) -> OptimizeResult:
+        """The route's solvers on ``problem`` in turn (:meth:`__call__`); none starts after
+        ``deadline`` (``time.perf_counter()``) once one has a table, and a run stopped by it or
+        by Ctrl-C ends the route with its table."""
         basis = init.state if isinstance(init, OptimizeResult) and isinstance(init.state, Basis) else None
         if basis is not None:  # an exact run's result: its basis warm-starts HiGHS, and only HiGHS
             init = None
@@ -112,10 +120,16 @@ class Optimizer(Options):
                 extra["floor"] = relaxed.lower_bound
             if name == "relaxed":  # one chunk: the relaxation's own solver reports its progress
                 extra["progress"] = progress
+            if name == "exact" and deadline is not None:  # HiGHS stops by then too
+                extra["deadline"] = deadline
             last = i == len(names) - 1
+            out_of_time = deadline is not None and time.perf_counter() >= deadline
+            if out_of_time and tried is not None:
+                return _with_relaxation(dataclasses.replace(tried, status=Status.TIME_LIMIT.value),
+                                        relaxed if tried is not relaxed else None, self.gap_tol)
             try:
                 make = functools.partial(cls, self, problem, seed, **extra)
-                result = drive(make, problem, self, seed, progress)
+                result = drive(make, problem, self, seed, progress, deadline)
             except SOLVER_ERRORS:
                 if not last:
                     continue
@@ -124,6 +138,8 @@ class Optimizer(Options):
                 raise
             if name == "relaxed" and result.status == Status.INFEASIBLE:  # so is the problem
                 return result
+            if result.status in (Status.TIME_LIMIT, Status.INTERRUPTED):
+                return _with_relaxation(result, relaxed if result is not relaxed else None, self.gap_tol)
             if name in TRIES and not last and result.status != Status.CONVERGED:
                 tried = result
                 relaxed = result if name == "relaxed" else relaxed
@@ -320,7 +336,7 @@ def _batch_linear(opt: Optimizer, problems, seed: int, shard: bool) -> tuple[np.
             raise ValueError("solve_budgets: the problems must differ in their budgets only")
     true_batch = base._replace(**{f: jnp.stack([getattr(d, f) for d in datas]) for f in BUDGETS})
     batch = tighten(true_batch)
-    n_periods = -(-opt.steps // opt.period)
+    n_periods = max(1, opt.steps // opt.period)
     slack = bool(any(np.any(np.asarray(d.pair_delta) > 0) or np.any(np.asarray(d.mix_delta) > 0)
                      for d in datas))
     n = len(problems)

@@ -31,7 +31,8 @@ class Options:
         "auto", "; ".join(f"'{k}': {v}" for k, v in METHODS.items()))
     steps: int = _f(100_000, "maximum number of optimizer steps", ge=1, le=10**9)
     period: int = _f(500, "steps between restarts and stopping checks (the optimizer runs whole "
-                     "periods: steps is rounded up to a multiple of it)", ge=1, le=100_000)
+                     "periods, at most steps in all: a period longer than steps is cut to it)",
+                     ge=1, le=100_000)
     omega: float = _f(0.1, "initial primal weight, relative to the problem's natural scale",
                       gt=0, le=1e6)
     omega_range: float = _f(9.0, "at each restart the primal weight adapts (PDLP's update) within "
@@ -47,6 +48,9 @@ class Options:
     jitter: float = _f(1e-3, "scale of the seeded perturbation of the uniform starting logits",
                        ge=0, le=10.0)
     polish: bool = _f(True, "project the final table onto its guessed active face")
+    time_limit: float = _f(0.0, "stop the optimizer after this many seconds with the best table so far "
+                           "(certified as any other; the result's status says 'time limit'); 0: no "
+                           "limit", ge=0, le=1e9)
     presolve: bool = _f(True, "drop the rows no prior or compared law weighs, and the outputs no row "
                         "may use, before the solver runs (put back exactly for certification); "
                         "under method 'auto', also the constraints every table meets")

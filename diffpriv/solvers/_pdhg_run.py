@@ -45,6 +45,9 @@ from diffpriv.solvers._x64 import float64
 
 __all__ = ["LinearALRun", "PDHGRun"]
 
+CHUNK_SECONDS = 10.0
+"""About how long a chunk of PDHG runs once a period's time is known (:meth:`PDHGRun._limit`)."""
+
 
 def _data(problem: Problem, lean: bool) -> tuple[LinearData, LinearData]:
     """``(data, true_data)``: the problem's linear data at budgets tightened for the solver, and
@@ -100,18 +103,39 @@ class PDHGRun:
         elif init is not None:
             state = state._replace(theta=_initial_logits(problem, self.data, init))
         self.state = state
-        self.n_periods = -(-opt.steps // opt.period)  # ceil: at least the steps asked for
+        self.n_periods = max(1, opt.steps // opt.period)  # whole periods, at most the steps asked for
         self.total = self.n_periods * opt.period
         self.per_chunk = min(opt.chunk, self.n_periods)  # one compilation: the limit is traced
         self.viol_tol = opt.viol_factor * opt.gap_tol
         self.periods, self.traces, self.polished, self.polish_seconds = 0, [], None, 0.0
+        self.period_seconds: float | None = None
+
+    deadline: float | None = None
+    """Set by :func:`._driver.drive`: chunks are sized to end by then (the periods are traced)."""
+
+    def _limit(self) -> int:
+        """The periods of the next chunk: at most ``opt.chunk`` and what is left, about
+        :data:`CHUNK_SECONDS` of them once a period's time is known (a 100×100 grid's lean period
+        of 500 steps takes minutes: Ctrl-C and progress wait for the chunk), and with a deadline
+        no more than fit before it (the first chunk, of unknown speed, then one period)."""
+        limit = min(self.per_chunk, self.n_periods - self.periods)
+        if self.period_seconds is None:
+            return 1 if self.deadline is not None else limit
+        limit = min(limit, max(1, int(CHUNK_SECONDS / self.period_seconds)))
+        if self.deadline is not None:
+            left = self.deadline - time.perf_counter()
+            limit = min(limit, max(1, int(left / self.period_seconds)))
+        return limit
 
     def chunk(self) -> Chunk:
         opt = self.opt
-        out = _run(self.data, self.true_data, self.steps, self.state,
-                   min(self.per_chunk, self.n_periods - self.periods), self.per_chunk, opt.period,
-                   self.worst, opt.gap_tol, self.viol_tol)
+        begin, compiled = time.perf_counter(), compile_seconds()
+        out = _run(self.data, self.true_data, self.steps, self.state, self._limit(), self.per_chunk,
+                   opt.period, self.worst, opt.gap_tol, self.viol_tol)
         self.state, k, code = out.state, int(out.periods), int(out.status)
+        spent = time.perf_counter() - begin - (compile_seconds() - compiled)
+        if k:
+            self.period_seconds = max(spent, 1e-6) / k
         self.traces.append((np.asarray(out.kkt[:k]), np.asarray(out.lower_bound[:k]),
                             np.asarray(out.gap[:k])))
         self.periods += k
@@ -127,7 +151,7 @@ class PDHGRun:
         status = None if code == _pdhg.RUNNING else _pdhg.STATUS[code]
         return Chunk(self.periods * opt.period, float(self.traces[-1][2][-1]), status)
 
-    def _polish(self) -> tuple[np.ndarray, float, float]:
+    def _polish(self, polish: bool = True) -> tuple[np.ndarray, float, float]:
         """``(table, bound, violation)`` of the state: the device's best certified bound (for a
         lean, float32 run: the bound of the final multipliers, computed in float64 column by
         column), and the table, polished unless the run was lean."""
@@ -139,7 +163,7 @@ class PDHGRun:
         else:
             lb = float(self.state.best_lb)
         table, viol = _pack(self.problem, data, true_data, jnp.exp(self.state.theta), self.state.u,
-                            polishing=self.opt.polish and not self.lean)
+                            polishing=polish and self.opt.polish and not self.lean)
         self.polish_seconds += time.perf_counter() - start - (compile_seconds() - compiled)
         return table, lb, viol
 
@@ -149,7 +173,8 @@ class PDHGRun:
                                      "try a smaller optimizer.omega")
         history = {name: np.concatenate([t[i] for t in self.traces])
                    for i, name in enumerate(("kkt", "lower_bound", "gap"))}
-        table, lb, viol = self._polish() if self.polished is None else self.polished
+        stopped = status in (Status.TIME_LIMIT, Status.INTERRUPTED)  # asked to stop now: no polishing
+        table, lb, viol = self._polish(polish=not stopped) if self.polished is None else self.polished
         return Outcome(table, lb, status, viol, state=self.state, history=history,
                        plan="lean" if self.lean else "standard", method="pdhg",
                        polish_seconds=self.polish_seconds)

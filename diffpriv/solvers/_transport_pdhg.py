@@ -391,7 +391,7 @@ class TransportRun:
         self.worst = bool(problem.objective.epigraph)
         self.steps = _steps(self.data, self.td, opt.omega, opt.omega_range, self.worst)
         self.state = _init(self.data, self.td, self.steps, jax.random.PRNGKey(seed))
-        self.periods = -(-opt.steps // opt.period)
+        self.periods = max(1, opt.steps // opt.period)
         self.total = self.periods * opt.period
         self.done = 0
 
@@ -423,7 +423,7 @@ def batch_transport(opt, problem: Problem, scales, seed: int) -> tuple[np.ndarra
     true_td = transport_data(nl, kinds)
     order = jnp.concatenate([jnp.full(e.shape[0], kind[1]) for e, kind in zip(nl.eps, kinds, strict=True)])
     scales = jnp.asarray(scales, dtype=base.cost.dtype)
-    periods = -(-opt.steps // opt.period)
+    periods = max(1, opt.steps // opt.period)
     tables, couplings, bounds = _batch_jit(base, true_td, order, scales, jax.random.PRNGKey(seed), opt.period,
                                            periods, bool(problem.objective.epigraph), opt.omega,
                                            opt.omega_range, opt.gap_tol, opt.viol_factor * opt.gap_tol)

@@ -185,14 +185,14 @@ def test_steps_option_is_bounded(runner, tmp_path):
     assert not out.exists()
 
 
-def test_steps_below_one_period_run_one_period():
-    """The documented behaviour: the optimizer runs whole periods (steps rounded up)."""
+def test_steps_below_one_period_run_that_many_steps():
+    """The documented behaviour: at most ``steps`` in all (a period longer is cut to them)."""
     import diffpriv as dp
 
     problem, _ = config_from_dict({"inputs": {"labels": ["a", "b"]}, "loss": {"kind": "hamming"},
                                    "constraints": [{"kind": "ldp", "epsilon": 1.0}]})
     result = dp.optimize(problem, method="pdhg", steps=5, period=40, gap_tol=1e-12)
-    assert result.steps == 40
+    assert result.steps == 5
 
 
 # -- points_file ---------------------------------------------------------------------------------

@@ -182,3 +182,58 @@ else:
 """
     env = {**os.environ, "JAX_ENABLE_X64": "0"}
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300, env=env)
+
+
+def _slow_geo():
+    """Geo-indistinguishability on an 8×8 grid under PDHG with a gap it cannot reach soon."""
+    from _problems import geo_problem
+
+    return geo_problem(8, 0.5, prior_seed=3)
+
+
+def test_a_time_limit_stops_the_run_with_its_best_table_certified():
+    """``time_limit``: PDHG asked for 10⁶ steps at a gap of 10⁻⁹ stops after about the limit
+    (chunks sized to end by it), with status ``"time limit"``, fewer steps than asked, and a
+    table that certifies; the bound holds."""
+    import time
+
+    start = time.perf_counter()
+    d = dp.design(_slow_geo(), method="pdhg", steps=10**6, period=100, gap_tol=1e-9, time_limit=3.0,
+                  quantize=53)
+    assert d.result.status == "time limit" and d.result.steps < 10**6
+    assert d.result.seconds < 3.0 + 10.0  # compiling counts; a chunk after the first is one period or so
+    assert d.result.polish_seconds < 1.0  # a run stopped by the clock is not polished
+    assert time.perf_counter() - start < 60
+    assert d.certificate.ok and dp.verify(d.certificate).ok
+    assert d.result.lower_bound <= d.certificate.loss
+
+
+def test_ctrl_c_stops_the_run_after_the_chunk_in_flight_with_its_best_table():
+    """A first SIGINT during a run (here sent from the progress callback, as from a terminal)
+    lets the chunk in flight finish: the run ends ``"interrupted"`` with its table, which
+    certifies; a run with no handler of its own then gets Python's back."""
+    import os
+    import signal
+
+    sent = []
+
+    def progress(done, total, gap):
+        if not sent:
+            sent.append(done)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    d = dp.design(_slow_geo(), method="pdhg", steps=10**6, period=100, gap_tol=1e-9, progress=progress,
+                  quantize=53)
+    assert d.result.status == "interrupted" and d.result.steps < 10**6
+    assert d.certificate.ok and dp.verify(d.certificate).ok
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_steps_bound_the_run_even_below_one_period():
+    """``steps`` fewer than a period run that many steps (the period is cut to them), and more
+    run whole periods, at most ``steps`` in all."""
+    from diffpriv.problems._known import k_rr_problem
+
+    problem = k_rr_problem(3, 1.0)
+    assert dp.optimize(problem, method="pdhg", steps=100, gap_tol=1e-14, polish=False).steps == 100
+    assert dp.optimize(problem, method="pdhg", steps=1200, period=500, gap_tol=1e-14, polish=False).steps == 1000
