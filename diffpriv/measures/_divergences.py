@@ -225,7 +225,9 @@ class Divergence:
         most ``e ≤ 10^-6``: twice the first-order bound ``e·(c1·D + c0)`` (the factor 2 covers
         the higher-order terms), ``D`` the level (an upper bound of it)."""
         c1, c0 = self.sensitivity
-        return 2.0 * e * (c1 * np.asarray(level, np.float64) + c0)
+        with np.errstate(invalid="ignore"):  # 0·∞ (an infinite level, a zero sensitivity): unbounded
+            out = 2.0 * e * (c1 * np.asarray(level, np.float64) + c0)
+        return np.where(np.isnan(out), np.inf, out)
 
 
 _KL_ERROR = (1.0, 9.0, 18.0, 2.0)

@@ -63,6 +63,7 @@ needed ``2e-4`` on one of them).
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -318,7 +319,13 @@ def _block_constraints(cp, block: Block, v, var: np.ndarray, n_in: int, n_table:
 def _wasserstein_rows(cp, block: Block, mp, mq, v, eps: np.ndarray, n_out: int) -> list:
     """``W_μ(P_k, Q_k) ≤ ε_k`` as a coupling per comparison: ``π_k ≥ 0`` with row sums ``P_k``,
     column sums ``Q_k`` and ``⟨π_k, d^μ⟩ ≤ ε_k^μ`` (linear in the table and the couplings)."""
-    size, cost = eps.size, np.asarray(block.ground, np.float64) ** block.alpha
+    # In units of the largest distance D where D^μ would overflow or underflow (order 1,000 over
+    # distances of 10): ``(d / D)^μ ≤ 1`` and ``(ε / D)^μ``, capped at 2 (above 1 binds nothing).
+    from diffpriv.solvers._divergence import _largest
+
+    ground = np.asarray(block.ground, np.float64)
+    top = _largest(block)
+    size, cost = eps.size, (ground / top) ** block.alpha
     pi = cp.Variable(size * n_out * n_out, nonneg=True)  # π[k, i, j] flattened
     k, i, j = (a.ravel() for a in np.meshgrid(np.arange(size), np.arange(n_out), np.arange(n_out),
                                               indexing="ij"))
@@ -326,8 +333,10 @@ def _wasserstein_rows(cp, block: Block, mp, mq, v, eps: np.ndarray, n_out: int) 
     rows = scipy.sparse.coo_array((np.ones(pi.size), (k * n_out + i, col)), shape=(size * n_out, pi.size))
     cols = scipy.sparse.coo_array((np.ones(pi.size), (k * n_out + j, col)), shape=(size * n_out, pi.size))
     total = scipy.sparse.coo_array((cost[i, j], (k, col)), shape=(size, pi.size))
-    return [rows.tocsr() @ pi == mp @ v, cols.tocsr() @ pi == mq @ v,
-            total.tocsr() @ pi <= eps ** block.alpha]
+    with np.errstate(over="ignore"):
+        budget = (eps / top) ** block.alpha
+        budget = np.minimum(budget, 2.0) if top != 1.0 else budget
+    return [rows.tocsr() @ pi == mp @ v, cols.tocsr() @ pi == mq @ v, total.tocsr() @ pi <= budget]
 
 
 def _objective(cp, problem: Problem, v, s, x, y) -> tuple[Any, list]:
@@ -424,7 +433,9 @@ def solve_convex(
     program = cp.Problem(cp.Minimize(objective), constraints + epigraph)
     name = solver or "CLARABEL"
     try:
-        program.solve(solver=name, verbose=verbose, **options)
+        with warnings.catch_warnings():  # an inaccurate solution is refused below, by its status
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+            program.solve(solver=name, verbose=verbose, **options)
     except cp.error.SolverError as e:  # e.g. Clarabel failing outright on a 16×16 KL grid
         raise ConvexSolveError(f"{name} failed on the convex program ({e})") from e
     if program.status != cp.OPTIMAL or v.value is None:

@@ -88,7 +88,8 @@ class HighsModel:
         import highspy
 
         if status == highspy.HighsStatus.kError:
-            raise RuntimeError("optimizer: HiGHS refused a change to the cut model")
+            raise CutsSolveError("optimizer: HiGHS refused a change to the cut model (a coefficient "
+                                 "beyond its range, such as e^ε for a large ε)")
 
 
 def new_columns(support_rows: np.ndarray, reduced: np.ndarray) -> np.ndarray:

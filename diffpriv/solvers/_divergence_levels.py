@@ -308,18 +308,23 @@ def exact_potentials(p: Float[ArrayLike, "*b n"], q: Float[ArrayLike, "*b n"],
     def host(p_host, q_host, cost_host):
         from ot.lp.emd_wrap import emd_c  # POT's network simplex itself: ot.emd adds ~0.1 ms a call
 
+        from diffpriv.solvers._x64 import on_this_thread
+
+        on_this_thread()  # XLA may run this on a thread of its own: the result stays float64
+
         p_host, q_host = np.broadcast_to(p_host, shape), np.broadcast_to(q_host, shape)
         c = np.asarray(cost_host, np.float64)
         scale = np.ldexp(1.0, -int(np.frexp(c.max())[1])) if c.max() > 0 else 1.0
         c = np.ascontiguousarray(c * scale)
         g = np.zeros(shape)
         for i in np.ndindex(shape[:-1]):  # a non-optimal exit still gives potentials (made feasible)
-            a, b = np.maximum(p_host[i], 0.0), np.maximum(q_host[i], 0.0)
+            a = np.maximum(np.asarray(p_host[i], np.float64), 0.0)  # emd_c takes doubles only
+            b = np.maximum(np.asarray(q_host[i], np.float64), 0.0)
             g[i] = emd_c(a / a.sum(), b / b.sum(), c, 100_000, 1)[3] / scale
-        return g
+        return g.astype(out.dtype)
 
-    g = jax.pure_callback(host, jax.ShapeDtypeStruct(shape, p.dtype), p, q, jax.lax.stop_gradient(cost),
-                          vmap_method="sequential")
+    out = jax.ShapeDtypeStruct(shape, p.dtype)
+    g = jax.pure_callback(host, out, p, q, jax.lax.stop_gradient(cost), vmap_method="sequential")
     return c_transform(g, cost, q > 0)
 
 

@@ -78,11 +78,13 @@ def _rows(wp: np.ndarray, wq: np.ndarray, a: np.ndarray, c: np.ndarray, var: np.
     return (parts[0] + parts[1]).tocsr()
 
 
-def linearized_bound(problem: Problem, table: np.ndarray, value: float, gap_tol: float) -> float | None:
+def linearized_bound(problem: Problem, table: np.ndarray, value: float, gap_tol: float,
+                     seconds: float = 10.0) -> float | None:
     """A lower bound on ``problem``'s optimum from its tangent planes or potentials at a
     near-optimal ``table`` of objective ``value`` (module docstring); None where there is no such
     relaxation (Wasserstein beside f-divergence blocks, or an f-divergence under the transport
-    loss) or HiGHS solves none: nothing is then stated."""
+    loss) or HiGHS solves none: nothing is then stated. ``seconds`` bounds the f-divergences'
+    Kelley rounds (:func:`._cuts.bound_at`)."""
     from diffpriv.solvers._convex import ConvexSolveError, _support
     from diffpriv.solvers._cuts import applies, bound_at
     from diffpriv.solvers._divergence import divergence_data
@@ -93,7 +95,7 @@ def linearized_bound(problem: Problem, table: np.ndarray, value: float, gap_tol:
     except ValueError:  # a one-way max-divergence: no relaxation here
         return None
     if applies(problem, kinds):
-        bound = bound_at(problem, table, value, gap_tol)
+        bound = bound_at(problem, table, value, gap_tol, seconds=seconds)
         return bound if np.isfinite(bound) else None
     blocks = problem.blocks()
     try:

@@ -64,6 +64,8 @@ from __future__ import annotations
 import importlib.util
 import math
 
+from diffpriv.problems._checks import SpecError
+
 __all__ = ["METHODS", "SOLVERS", "TRIES", "auto_cuts", "choose", "cuts_apply", "cuts_solver", "exact_solver",
            "first_order", "relaxes", "route", "solver_class"]
 
@@ -424,7 +426,7 @@ def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ..
     if chosen == "cuts":
         solver = cuts_solver(problem)
         if solver is None:
-            raise ValueError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
+            raise SpecError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
                              "reverse KL, chi2, Hellinger, Renyi, TV), Wasserstein ones, linear "
                              "ones between item laws only (DistP), or pure local / extended DP only "
                              "under the expected or worst-case loss, and an objective other than "
@@ -443,7 +445,7 @@ def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ..
         from diffpriv.solvers import _mirror
 
         if not _mirror.applies(problem, _kinds(problem)):
-            raise ValueError("optimizer.method: 'mirror' needs divergence or hockey-stick bounds "
+            raise SpecError("optimizer.method: 'mirror' needs divergence or hockey-stick bounds "
                              "between rows (divergence DP, TV-DP, approximate local DP), linear "
                              "ones between item laws only beside them (DistP), and an objective "
                              "other than the transport loss")

@@ -141,6 +141,10 @@ class ALRun:
         self.bound = max(self.bound, float(_nonlinear_bound_jit(true_data, mu, nu, self.worst, self.true_nl,
                                                                 kinds, table, lam)))
         table = np.asarray(table, np.float64)
+        if not np.all(np.isfinite(table)):  # diverged: the best table so far, if any
+            if self.best is None:
+                return Chunk(self.done, np.inf, Status.DIVERGED)
+            return Chunk(self.done, relative_gap(self.best[0][1], self.bound), Status.STALLED)
         key = (divergence_violation(true_data, self.true_nl, kinds, table) > NONLINEAR_VIOL_TOL,
                problem.objective_value(the_table(problem, table)))
         if self.best is None or key < self.best[0]:
@@ -155,6 +159,9 @@ class ALRun:
         return Chunk(self.done, gap, Status.STALLED if thrown or still else None)
 
     def finish(self, status: Status) -> Outcome:
+        if self.best is None:
+            raise FloatingPointError("optimizer: the iterates became non-finite (diverged); "
+                                     "try a smaller optimizer.omega or another method")
         rows = np.array(self.best[1], dtype=np.float64)
         rows /= rows.sum(axis=-1, keepdims=True)
         check_finite(rows)

@@ -10,6 +10,7 @@ certified is computed in float64 again."""
 from __future__ import annotations
 
 import functools
+import threading
 
 import jax
 import jax.numpy as jnp
@@ -39,3 +40,17 @@ def require() -> None:
     if not jax.config.jax_enable_x64:
         raise RuntimeError("internal: a JAX solver ran without float64 (wrap its entry point in "
                            "diffpriv.solvers._x64.float64)")
+
+
+_THREAD = threading.local()
+
+
+def on_this_thread() -> None:
+    """Turns x64 on for the calling thread for good: for a host callback (``jax.pure_callback``),
+    which XLA may run on a worker thread of its own, where the caller's :func:`float64` context
+    does not reach; JAX then casts the callback's float64 result to float32 and rejects it
+    ("Incorrect output dtype", seen under the augmented Lagrangian on a 1×4 grid). Only that
+    thread is touched, once; diffpriv's callbacks are the float64 ones run there."""
+    if not getattr(_THREAD, "on", False):
+        jax.enable_x64(True).__enter__()
+        _THREAD.on = True
