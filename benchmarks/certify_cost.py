@@ -4,15 +4,16 @@ For each kind of comparison (linear pairs and mixtures, KL pairs, Wasserstein pa
 2 and 3) and a few output sizes, it builds a certificate on a line, then times ``dp.verify``
 (float64, and with ``exact=True``) and measures its peak memory (``tracemalloc``, numpy's
 arrays included, in a separate run), and prints both beside ``dp.certification.certify_cost``'s
-estimate. The per-comparison rates in ``diffpriv/certification/_cost.py`` come from this
+estimate. The per-comparison rates (``dp.certification.RATES``) come from this
 benchmark's output (the ``s/cmp`` columns); ``--fit`` prints them as least-squares fits.
 
-``--stages`` times the once-per-problem stages instead (``_cost.stages``): the triangle check of
+``--stages`` times the once-per-problem stages instead (``dp.certification.cost_stages``): the
+triangle check of
 a metric (a line's ``|i − j|``), ``problem_hash`` of a problem with an input metric, and
 extended DistP's transports (W1 and W∞ of two items, under a line's metric and under the
 Euclidean distances of random points in the plane, stored; the items on 1, X/10 or X inputs),
 each beside its estimate; with ``--fit`` the rates ``triangle``, ``hash``, ``w1``, ``winf``
-(per point and solve charged, ``_cost.winf_steps``) and ``*_ground``.
+(per point and solve charged, ``dp.certification.winf_steps``) and ``*_ground``.
 The ``xdistp_w1`` and ``xdistp_winf`` kinds of the default run check whole certificates.
 
     .venv/bin/python benchmarks/certify_cost.py [--quick] [--fit] [--stages] [--out FILE.json]
@@ -29,9 +30,8 @@ import tracemalloc
 import numpy as np
 
 import diffpriv as dp
-from diffpriv.certification import _cost, certify_cost
-from diffpriv.certification._cost import stages, winf_steps
-from diffpriv.measures import _transport
+from diffpriv.certification import certify_cost, check_metric, clear_caches, rate, winf_steps
+from diffpriv.certification import cost_stages as stages
 from diffpriv.problems import problem_hash
 
 XDISTP_ITEMS = 8
@@ -88,26 +88,26 @@ def transport_problem(metric: np.ndarray, support: int, transport: str) -> dp.Pr
 
 def stage_rows(quick: bool) -> list[dict]:
     """The triangle check, ``problem_hash`` and one transport of each kind, timed (best of 3 up
-    to 400 inputs), each beside its estimate; ``steps``: the solves charged (``_cost.winf_steps``; 1 for
-    W1), ``solved``: those W∞'s bisection ran (⌈log₂ L⌉ + 1, ``L`` the distinct distances
-    between the supports)."""
+    to 400 inputs), each beside its estimate; ``steps``: the solves charged
+    (``dp.certification.winf_steps``; 1 for W1), ``solved``: those W∞'s bisection ran (⌈log₂ L⌉
+    + 1, ``L`` the distinct distances between the supports)."""
     rows = []
     for n in (200, 400, 800) if quick else (200, 400, 800, 1200, 1600):
         d = line_metric(n)
 
         def check(d=d):
-            _transport._CHECKED.clear()  # not the cache: the check
-            _transport.check_triangle(d)
+            clear_caches()  # not the cache: the check
+            check_metric(d)
 
         seconds = min(timed(check) for _ in range(2))
         rows.append({"stage": "triangle", "metric": "line", "nx": n, "support": n, "steps": 1,
-                     "solved": 1, "seconds": seconds, "estimate_seconds": n * _cost._rate("triangle", n)})
+                     "solved": 1, "seconds": seconds, "estimate_seconds": n * rate("triangle", n)})
     for name, metric in (("line", line_metric), ("plane", plane_metric)):
         for n in (200, 400, 800) if quick else (200, 400, 800, 1000):
             p = transport_problem(metric(n), 1, "w1")
             seconds = min(timed(lambda p=p: problem_hash(p)) for _ in range(3))
             rows.append({"stage": "hash", "metric": name, "nx": n, "support": n, "steps": 1, "solved": 1,
-                         "seconds": seconds, "estimate_seconds": _cost._rate("hash", n * n)})
+                         "seconds": seconds, "estimate_seconds": rate("hash", n * n)})
     for name, metric in (("line", line_metric), ("plane", plane_metric)):
         for n in (100, 200, 400) if quick else (100, 200, 400, 800, 1200):
             d = metric(n)
@@ -117,9 +117,7 @@ def stage_rows(quick: bool) -> list[dict]:
                     c = p.constraints[0]
 
                     def solve(p=p, c=c):
-                        from diffpriv.problems._divergence_families import _DISTANCES
-
-                        _DISTANCES.pop(p, None)
+                        clear_caches()
                         c.distances(p)
 
                     seconds = min(timed(solve) for _ in range(3 if n <= 400 else 1))
@@ -178,7 +176,7 @@ def run(kind: str, nx: int, ny: int, exact: bool) -> dict:
     table = np.random.default_rng(1).dirichlet(np.ones(ny), size=(1, nx))
     cert = dp.certify(p, table, repair=False)
     data = cert.to_dict(arrays=True)
-    seconds = timed(lambda: (_transport._CHECKED.clear(), dp.verify(data, exact=exact)))  # the check too
+    seconds = timed(lambda: (clear_caches(), dp.verify(data, exact=exact)))  # the check too
     memory = peak(lambda: dp.verify(data, exact=exact))
     est = certify_cost(p, exact=exact)
     comparisons = sum(b.size for b in p.blocks())
@@ -192,7 +190,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a minute)")
     ap.add_argument("--fit", action="store_true", help="print least-squares per-comparison rates")
     ap.add_argument("--stages", action="store_true",
-                    help="time the triangle check and the transports instead (_cost.stages)")
+                    help="time the triangle check and the transports instead (dp.certification.cost_stages)")
     ap.add_argument("--out", help="write the rows as JSON")
     args = ap.parse_args()
     if args.stages:
@@ -208,7 +206,7 @@ def main() -> None:
             fit_stages(rows)
         if args.out:
             with open(args.out, "w") as f:
-                json.dump({"rows": rows, "note": "_cost.stages, 2-core CPU"}, f, indent=1)
+                json.dump({"rows": rows, "note": "dp.certification.cost_stages, 2-core CPU"}, f, indent=1)
         return
     sizes = {"ldp": [(600, 8), (300, 64), (120, 256)], "distp": [(300, 8), (200, 64), (100, 256)],
              "kl_dp": [(600, 8), (300, 64), (120, 256)], "wdp1": [(60, 8), (30, 32), (16, 96)],

@@ -20,7 +20,16 @@ Example:
 """
 
 from diffpriv.certification._certificate import Certificate, certify, versions
-from diffpriv.certification._cost import Cost, admit_check, certify_cost
+from diffpriv.certification._cost import (
+    RATES,
+    Cost,
+    admit_check,
+    certify_cost,
+    clear_caches,
+    rate,
+    winf_steps,
+)
+from diffpriv.certification._cost import stages as cost_stages
 from diffpriv.certification._exact import exact_holds, exp_lower
 from diffpriv.certification._laws import identical_rows, output_laws, underflow_risk
 from diffpriv.certification._levels import (
@@ -93,6 +102,11 @@ __all__ = [
     "admit_check",
     "certify",
     "certify_cost",
+    "cost_stages",
+    "clear_caches",
+    "rate",
+    "RATES",
+    "winf_steps",
     "comparison_levels",
     "constraint_levels",
     "delta_level",

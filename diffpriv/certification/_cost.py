@@ -44,7 +44,7 @@ import numpy as np
 from diffpriv.problems._json import DIGEST_LIMIT
 from diffpriv.problems._size import SizeError, estimate, human_bytes
 
-__all__ = ["Cost", "RATES", "certify_cost", "admit_check", "stages", "winf_steps"]
+__all__ = ["Cost", "RATES", "certify_cost", "admit_check", "stages", "winf_steps", "rate", "clear_caches"]
 
 RATES: dict[str, tuple[float, float, float]] = {
     "linear": (2.2e-6, 3.0e-8, 0.0),
@@ -228,3 +228,20 @@ def _duration(seconds: float) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+def rate(kind: str, n: int) -> float:
+    """Seconds per comparison (or per stage) of ``kind`` at size ``n``: :data:`RATES`'s
+    ``a + b·n + c·n²``."""
+    return _rate(kind, n)
+
+
+def clear_caches() -> None:
+    """Forgets the metrics that passed their triangle check and the items' transport distances
+    solved so far (both are computed once per distinct metric or pair), so that the next check
+    runs them again: for timing them (``benchmarks/certify_cost.py``)."""
+    from diffpriv.measures._transport import _CHECKED
+    from diffpriv.problems._divergence_families import _DISTANCES
+
+    _CHECKED.clear()
+    _DISTANCES.clear()
