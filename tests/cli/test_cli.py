@@ -592,3 +592,61 @@ def test_the_summary_names_the_linear_relaxation_where_it_settles_the_problem(ru
     summary = json.loads((out / "summary.json").read_text())
     assert summary["method"] == "relaxation (cuts)" and summary["ok"]
     assert summary["lower_bound"] <= summary["certified"] <= summary["lower_bound"] * (1 + 1e-2)
+
+
+GEO_SLOW = """\
+[inputs]
+grid = { rows = 8, cols = 8, cell = 1.0 }
+
+[loss]
+kind = "euclidean"
+
+[[constraints]]
+kind = "xdp"
+epsilon = 0.5
+neighbours = "grid4"
+
+[optimizer]
+method = "pdhg"
+period = 100
+gap_tol = 1e-9
+"""
+"""Geo-indistinguishability that PDHG does not close to 10⁻⁹ soon."""
+
+
+def test_optimize_stops_at_its_time_limit_and_writes_a_certified_table(runner, tmp_path):
+    config, out = _config(tmp_path, GEO_SLOW), tmp_path / "out"
+    result = runner.invoke(app, ["optimize", str(config), "--out", str(out), "--time-limit", "2",
+                                 "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "stopped by the time limit of 2 s" in result.output
+    assert runner.invoke(app, ["certify", str(out / "certificate.json")]).exit_code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stop"] == "time limit"
+
+
+def test_ctrl_c_during_optimize_writes_the_best_table_then_exits_130(runner, tmp_path, monkeypatch):
+    """The first Ctrl-C (SIGINT, here sent after the first chunk) lets the chunk finish; the
+    best table so far is certified and written, and the command exits 130."""
+    import signal
+
+    import diffpriv._design as design_module
+
+    real = design_module.design
+
+    def interrupted(problem, **kwargs):
+        sent = []
+
+        def progress(done, total, gap):
+            if not sent:
+                sent.append(done)
+                os.kill(os.getpid(), signal.SIGINT)
+
+        return real(problem, **{**kwargs, "progress": progress})
+
+    monkeypatch.setattr(design_module, "design", interrupted)
+    config, out = _config(tmp_path, GEO_SLOW), tmp_path / "out"
+    result = runner.invoke(app, ["optimize", str(config), "--out", str(out), "--no-progress"])
+    assert result.exit_code == 130, result.output
+    assert "stopped by Ctrl-C" in result.output
+    assert runner.invoke(app, ["certify", str(out / "certificate.json")]).exit_code == 0

@@ -236,4 +236,5 @@ def test_steps_bound_the_run_even_below_one_period():
 
     problem = k_rr_problem(3, 1.0)
     assert dp.optimize(problem, method="pdhg", steps=100, gap_tol=1e-14, polish=False).steps == 100
-    assert dp.optimize(problem, method="pdhg", steps=1200, period=500, gap_tol=1e-14, polish=False).steps == 1000
+    whole = dp.optimize(problem, method="pdhg", steps=1200, period=500, gap_tol=1e-14, polish=False)
+    assert whole.steps == 1000
