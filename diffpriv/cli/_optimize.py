@@ -44,8 +44,8 @@ def optimize(
     steps: Annotated[
         int | None,
         typer.Option(help="Optimizer steps; overrides \\[optimizer] steps. The optimizer runs whole "
-                     "periods (\\[optimizer] period, default 500): N is rounded up to a multiple "
-                     "of the period, so fewer steps than one period run one period.",
+                     "periods (\\[optimizer] period, default 500), at most N steps in all: a "
+                     "period longer than N is cut to N.",
                      min=1, max=MAX_STEPS),
     ] = None,
     method: Annotated[

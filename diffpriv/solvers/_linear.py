@@ -443,7 +443,37 @@ def lower_bound(data: LinearData, u, nu=None, *, worst: bool = False, op: Operat
         nu = jnp.where(data.row_active, jnp.maximum(nu, 0.0), 0.0)
     extra, constant = (None, 0.0) if linearized is None else linearized
     mins, umax = _reduced_min(data, op, u, nu, worst, extra)
-    return _combine(data, op, mins, umax, nu, worst) + constant
+    value = _combine(data, op, mins, umax, nu, worst) + constant
+    return value - _rounding(data, op, u, nu, worst, extra, mins, umax, constant)
+
+
+_U = 2.0**-53
+
+
+def _rounding(data: LinearData, op: Operator, u, nu, worst: bool, extra, mins, umax, constant) -> jax.Array:
+    """A bound of :func:`lower_bound`'s float64 rounding error, subtracted from it (outward, as
+    the LP path's :func:`._lp.scaled_bound`): each entry ``(base + Gᵀu⁺)[r, y]`` sums at most
+    ``d`` terms (``d`` = the pair incidences and mixture rows of a row, and 2), of magnitude at
+    most ``|base| + Σ_i |G[i, r]| · max u⁺`` (``G``'s rows are normalised), so it is within
+    ``γ_d`` of that; a row's least entry within the row's largest such error; the sum of the
+    row minima, the δ terms and the constant within ``γ_{R+2}`` of their absolute sum (Higham
+    2002, §3.1). Twice that, for the rounding of this very estimate."""
+    base = epigraph_weights(data, nu) if worst else data.cost
+    size = jnp.abs(jnp.where(data.mask, base, 0.0))
+    if extra is not None:
+        size = size + jnp.abs(jnp.where(data.mask, extra, 0.0))
+    top = jnp.maximum(jnp.max(u, initial=0.0), 0.0)  # no copy of u (a lean run has no room)
+    d = 2 * int(data.mask.shape[0]) + int(op.mix.shape[0]) + 2 if op.pair_inc.shape[1] == 0 else \
+        int(op.pair_inc.shape[1]) * 2 + int(op.mix.shape[0]) + 2
+    rows = mins.shape[0]
+
+    def gamma(n):
+        return n * _U / (1.0 - n * _U)
+
+    entries = jnp.sum(jnp.max(size, axis=1) + op.abs_column_sums() * top)
+    total = jnp.sum(jnp.where(jnp.isfinite(mins), jnp.abs(mins), 0.0)) + jnp.sum(op.delta * umax) \
+        + jnp.abs(constant)
+    return 2.0 * (gamma(d) * entries + gamma(rows + 2) * total)
 
 
 _reduced_min_jit = jax.jit(_reduced_min, static_argnames="worst")
@@ -466,4 +496,14 @@ def lower_bound_by_columns(problem: Problem, u, *, columns: int = 256) -> float:
         mins = jnp.minimum(mins, m) if lo else m
         umax = x if umax is None else jnp.maximum(umax, x)
     data = linear_data(problem, outputs=slice(0, 1))
-    return float(_combine(data, operator(data), mins, umax, None, False))
+    op = operator(data)
+    value = float(_combine(data, op, mins, umax, None, False))
+    # the rounding bound of lower_bound at the largest multiplier of every slice (a row's cost
+    # magnitudes: its prior times the loss, at most the loss's largest entry)
+    top = float(jnp.max(jnp.maximum(jnp.asarray(u), 0.0), initial=0.0))
+    d = 2 * problem.shape[0] * problem.shape[1] + int(op.mix.shape[0]) + 2
+    costs = np.where(problem.support_mask(), problem.prior[..., None] * problem.loss[None], 0.0).max(axis=-1)
+    entries = float(np.sum(costs)) + float(jnp.sum(op.abs_column_sums())) * top
+    total = float(jnp.sum(jnp.abs(mins))) + float(jnp.sum(op.delta * umax))
+    rows = int(np.size(mins))
+    return value - 2.0 * (d * _U * entries + (rows + 2) * _U * total) * (1.0 + 1e-6)
