@@ -54,6 +54,9 @@ def main() -> int:
             print(f"seed {seed}: {res.kind} ({cfg.kinds}, {cfg.method}, {cfg.objective})\n{res.detail}\n",
                   flush=True)
         if (seed - args.start + 1) % 50 == 0:
+            import jax
+
+            jax.clear_caches()  # thousands of compiled shapes exhaust the process's memory maps
             print(f"{seed - args.start + 1} configs, {time.perf_counter() - start:.0f} s: {dict(tally)}",
                   file=sys.stderr, flush=True)
         if seconds > 120:

@@ -320,7 +320,11 @@ def _columns_beside(problem) -> tuple[str, ...]:
     hockey-stick bounds (δ > 0) among them, column generation alone, cold (10×10 KL-DP grid with
     geo-indistinguishability and (ε, δ)-DistP, seed 1: 91 rounds and 377 s from mirror-prox's
     table, 121 rounds and 234 s cold, each beside another run)."""
+    from diffpriv.solvers import _mirror
+
     if any(b.divergence == "hockey_stick" for b in problem.blocks()):
+        return ("columns",)
+    if not _mirror.applies(problem, _kinds(problem)):  # the divergence between item laws: not its kind
         return ("columns",)
     return ("mirror", "columns")
 
