@@ -159,7 +159,7 @@ def reference(
     convex = not problem.linear
     name = "convex" if convex else "LP"
     try:
-        with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ValueError
+        with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ReferenceSolveError
             result = solve_convex(problem) if convex else solve_lp(problem)
     except (ReferenceSolveError, ConvexSolveError, ImportError, ValueError) as e:
         _fail(f"reference: {e}", code=1)

@@ -286,7 +286,7 @@ def _block_constraints(cp, block: Block, v, var: np.ndarray, n_in: int, n_table:
         with np.errstate(over="ignore"):
             growth = np.exp(eps)
         if not np.all(np.isfinite(growth)):
-            raise ValueError(f"solve_convex: e^epsilon overflows for epsilon = {eps.max():g}")
+            raise ConvexSolveError(f"solve_convex: e^epsilon overflows for epsilon = {eps.max():g}")
         scale = scipy.sparse.diags_array(np.repeat(growth, n_out))
         out = []
         for p, q in ((mp, mq),) if block.directed else ((mp, mq), (mq, mp)):
@@ -402,10 +402,10 @@ def solve_convex(
     Raises:
       ImportError: cvxpy is not installed.
       SpecError: the objective is not one of the four above (one line).
-      ValueError: a block names a divergence not handled here, or ``e^ε`` overflows float64
-        for a max-divergence or hockey-stick budget.
+      ValueError: a block names a divergence not handled here.
       ConvexSolveError: the solver stopped without an optimal solution (infeasible,
-        inaccurate, ...).
+        inaccurate, ...), or ``e^ε`` overflows float64 for a max-divergence or hockey-stick
+        budget.
 
     Example:
       >>> from diffpriv.problems._known import k_rr_problem

@@ -142,7 +142,8 @@ def _f(fam, s):
         return s * np.log(np.where(s > 0, s, 1.0))
     if name == "tv":
         return np.maximum(s - 1.0, 0.0)
-    return s**alpha if alpha > 1 else -(s**alpha)
+    with np.errstate(over="ignore"):  # a huge ratio to a high power: +∞, which the cuts read as such
+        return s**alpha if alpha > 1 else -(s**alpha)
 
 
 def _tangent(fam, s):

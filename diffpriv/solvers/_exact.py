@@ -31,8 +31,8 @@ __all__ = ["ExactRun"]
 class ExactRun:
     """The exact reference on ``problem`` under the settings ``opt`` (recorded in the result), as a
     :class:`._driver.Run` of one chunk (no steps). Raises what the reference raises
-    (``ReferenceSolveError``, ``ConvexSolveError``, ``ImportError`` without cvxpy, ``ValueError``
-    for an ``e^ε`` that overflows)."""
+    (``ReferenceSolveError``, also for an ``e^ε`` that overflows; ``ConvexSolveError``,
+    ``ImportError`` without cvxpy)."""
 
     total = 1
 
@@ -43,7 +43,7 @@ class ExactRun:
     def chunk(self) -> Chunk:
         if self.problem.linear:
             limit = None if self.deadline is None else max(self.deadline - time.perf_counter(), 0.05)
-            with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ValueError
+            with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ReferenceSolveError
                 ref = solve_lp(self.problem, basis=self.basis, keep_basis=True, time_limit=limit)
             self.bound, self.name = ref.bound, "highs"
         else:

@@ -167,7 +167,8 @@ def _privacy_block(
     with np.errstate(over="ignore"):  # checked just below
         growth = np.exp(eps)
     if not np.all(np.isfinite(growth)):
-        raise ValueError(f"solve_lp: e^epsilon overflows for epsilon = {eps.max():g}")
+        raise ReferenceSolveError(f"solve_lp: e^epsilon overflows for epsilon = {eps.max():g} (a "
+                                  "coefficient no LP solver takes; the other solvers of the route run)")
     parts, kept, offset = [], [], 0
     for block in blocks:
         build = _pair_rows if isinstance(block, PairBlock) else _mixture_rows
@@ -582,7 +583,8 @@ def solve_lp(
 
     Raises:
       ReferenceSolveError: if HiGHS stops without an optimal solution (infeasible, time limit, ...).
-      ValueError: if some ``e^ε`` overflows float64, or ``method`` is not one of the three.
+      ReferenceSolveError: also if some ``e^ε`` overflows float64.
+      ValueError: ``method`` is not one of the three.
       SizeError: the LP would need more memory than is available (a one-line message).
       SpecError: the objective or a constraint is not linear (a one-line message).
 
