@@ -316,16 +316,17 @@ def _pairs_beside(problem) -> bool:
 
 def _columns_beside(problem) -> tuple[str, ...]:
     """``"auto"``'s solvers for pure pair bounds beside f-divergences (:func:`_pairs_beside`) once
-    Clarabel is past: mirror-prox, whose table is column generation's first rays; with
+    Clarabel is past: mirror-prox, whose table is column generation's first rays; with an
+    f-divergence between item laws (which mirror-prox does not run) or
     hockey-stick bounds (δ > 0) among them, column generation alone, cold (10×10 KL-DP grid with
     geo-indistinguishability and (ε, δ)-DistP, seed 1: 91 rounds and 377 s from mirror-prox's
     table, 121 rounds and 234 s cold, each beside another run)."""
-    from diffpriv.solvers import _mirror
+    from diffpriv.problems._blocks import MixtureBlock
 
     if any(b.divergence == "hockey_stick" for b in problem.blocks()):
         return ("columns",)
-    if not _mirror.applies(problem, _kinds(problem)):  # the divergence between item laws: not its kind
-        return ("columns",)
+    if any(isinstance(b, MixtureBlock) and not b.linear for b in problem.blocks()):
+        return ("columns",)  # mirror-prox does not run an f-divergence between item laws
     return ("mirror", "columns")
 
 

@@ -257,6 +257,23 @@ def test_auto_routes_pair_bounds_beside_divergences():
         assert route(p, "auto") == expected
 
 
+def _kl_distp_beside(n: int) -> dp.Problem:
+    base = geo_problem(n, 1.0)
+    rng = np.random.default_rng(4)
+    items = tuple(dp.Item(name, rng.dirichlet(np.ones(n * n))) for name in "ab")
+    kl = dp.DivergenceDistP(divergence="kl", epsilon=0.3, pairs=((0, 1),))
+    return dataclasses.replace(base, items=items, constraints=(*base.constraints, kl))
+
+
+def test_auto_keeps_mirror_prox_off_divergences_between_item_laws():
+    """KL-DistP between two items beside geo-indistinguishability: mirror-prox does not run an
+    f-divergence between item laws, so past Clarabel column generation runs alone."""
+    assert route(_kl_distp_beside(10), "auto") == ("relaxed", "columns")
+    small = _kl_distp_beside(3)
+    assert route(small, "auto") == ("relaxed", "exact", "columns")
+    assert dp.design(small, method="cuts", gap_tol=1e-3).certificate.ok
+
+
 def test_a_start_table_joins_the_first_rays():
     """Clarabel's (repaired) table as ``start``: the first master is no worse than it, up to the
     rays' raise to the tightened bounds."""
