@@ -24,41 +24,34 @@ Certification (numpy only, the trusted core): :func:`certify`, :func:`verify`,
 point). Baselines: :func:`evaluate` (:mod:`diffpriv.mechanisms`). Deployment: :class:`Sampler`.
 """
 
-from diffpriv import certification, config, deploy, mechanisms, problems, solvers  # noqa: F401  (dp.problems, …)
 from diffpriv._lazy import lazy_getattr
-from diffpriv.certification import Certificate, certify, verify
-from diffpriv.config import load_config
-from diffpriv.deploy import Sampler
-from diffpriv.mechanisms import evaluate
-from diffpriv.problems import (
-    DistP,
-    DivergenceDistP,
-    DivergenceDP,
-    Domain,
-    ExpectedLoss,
-    ExtendedDistP,
-    ExtendedDP,
-    Item,
-    LargestEntry,
-    LocalDP,
-    Problem,
-    TransportLoss,
-    WassersteinDistP,
-    WassersteinDP,
-    WorstCaseLoss,
-)
 
-# The JAX side loads on first use, so that configs are validated (and the certifier runs)
-# without importing JAX.
+# Every name loads on first use, so that ``import diffpriv.certification`` (the trusted core)
+# loads numpy, the problem specification and the measures only: no pydantic, no scipy solver, no
+# JAX, no config, solver or CLI module.
+_PROBLEMS = ("Problem", "Domain", "Item", "DistP", "LocalDP", "ExtendedDP", "DivergenceDistP",
+             "DivergenceDP", "ExtendedDistP", "WassersteinDP", "WassersteinDistP", "ExpectedLoss",
+             "WorstCaseLoss", "LargestEntry", "TransportLoss")
 _LAZY = {
+    **{name: f"diffpriv.{name}" for name in
+       ("certification", "config", "deploy", "io", "measures", "mechanisms", "problems", "solvers")},
+    **dict.fromkeys(_PROBLEMS, "diffpriv.problems"),
+    **dict.fromkeys(("Certificate", "certify", "verify"), "diffpriv.certification"),
+    "load_config": "diffpriv.config",
+    "Sampler": "diffpriv.deploy",
+    "evaluate": "diffpriv.mechanisms",
+    "Frontier": "diffpriv._sweep",
+    "sweep": "diffpriv._sweep",
     "Design": "diffpriv._design",
     "design": "diffpriv._design",
     "optimize": "diffpriv.solvers._optimizer",
 }
 
-from diffpriv._sweep import Frontier, sweep  # noqa: E402  (numpy; JAX loads on the first solve)
-
 __getattr__ = lazy_getattr("diffpriv", _LAZY)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 __version__ = "0.1.0"

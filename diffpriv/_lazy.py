@@ -1,20 +1,26 @@
-"""Lazy attributes of a package: names whose modules (JAX, matplotlib) load on first use, so
-that configs are validated and certificates checked without importing JAX."""
+"""Lazy attributes of a package: names whose modules (JAX, pydantic, scipy's solvers) load on
+first use, so that configs are validated and certificates checked without importing them."""
 
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 
 __all__ = ["lazy_getattr"]
 
 
 def lazy_getattr(package: str, table: dict[str, str]) -> Callable[[str], object]:
-    """A module ``__getattr__`` that imports ``table[name]`` (a module path) on first use."""
+    """A module ``__getattr__`` that imports ``table[name]`` (a module path) on first use: the
+    module itself where the path is ``package.name`` (a subpackage), else its attribute ``name``.
+    The value is then kept in the package, so the next use is a plain attribute."""
 
     def __getattr__(name: str):
-        if name in table:
-            return getattr(importlib.import_module(table[name]), name)
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        if name not in table:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module = importlib.import_module(table[name])
+        value = module if table[name] == f"{package}.{name}" else getattr(module, name)
+        setattr(sys.modules[package], name, value)
+        return value
 
     return __getattr__

@@ -401,6 +401,26 @@ def test_certifier_and_config_load_without_jax():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+TRUSTED_LOADS = ("diffpriv.certification", "diffpriv.problems", "diffpriv.measures", "diffpriv._files",
+                 "diffpriv._lazy")
+
+
+def test_the_certifier_imports_alone_in_a_fresh_interpreter():
+    """``import diffpriv.certification`` loads numpy, the problem specification, the measures and
+    the file helpers only: no pydantic, no scipy solver, no JAX, no config, solver or CLI module;
+    the package's names load on first use."""
+    code = ("import sys, diffpriv.certification as c; "
+            "print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('diffpriv', 'pydantic', 'pydantic_core', 'jax', 'jaxlib', 'cvxpy', 'typer', 'ot') "
+            "or m.startswith('scipy.optimize'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                            text=True).stdout.split()
+    strays = [m for m in loaded if m != "diffpriv" and not m.startswith(TRUSTED_LOADS)]
+    assert not strays, strays
+    code = "import diffpriv as dp; assert dp.DistP and dp.problems.Problem is dp.Problem and dp.solvers.lp"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_pair_blocks_levels_match_brute_force_on_table_rows():
     """LDP on all pairs of 6 inputs (pure and approximate, two profiles): only pair blocks.
     Every level equals the one computed directly from the two table rows."""
