@@ -126,7 +126,7 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
             left = opt.time_limit - optimize_seconds if opt.time_limit > 0 else 0.0
             if (result.status != "converged" or result.steps >= budget
                     or relative_gap(cert.loss, result.lower_bound) <= opt.gap_tol
-                    or not problem.linear or result.method != "pdhg" or result.state is None
+                    or not problem.linear or not _continues_itself(result)
                     or (opt.time_limit > 0 and left <= 0)):
                 break
             opt = dataclasses.replace(opt, steps=budget - result.steps, viol_factor=opt.viol_factor / 10,
@@ -161,3 +161,11 @@ def _true_bound(problem: Problem, result: OptimizeResult, cert: Certificate):
                                    f"{loss!r}: not stated")
     cert = dataclasses.replace(cert, meta={**cert.meta, "optimizer": info})
     return dataclasses.replace(result, lower_bound=floor, gap=relative_gap(result.objective, floor)), cert
+
+
+def _continues_itself(result: OptimizeResult) -> bool:
+    """Whether the run that gave ``result`` goes on from it (``init=``: PDHG's iterate)."""
+    from diffpriv.solvers._methods import run_of
+
+    run = run_of(result.method)
+    return run is not None and run.takes_init and result.state is not None

@@ -33,13 +33,16 @@ _METHOD_TEXT = {
     "pdhg": "pdhg: restarted mirror PDHG",
     "transport pdhg": "transport pdhg: PDHG on the table and the couplings",
     "dual": "dual: smoothed dual, L-BFGS",
-    "cuts": "cuts: column-and-cut generation (HiGHS)",
+    "cuts": "cuts: cut generation on the divergences (HiGHS)",
+    "columns": "columns: column generation over output columns (HiGHS)",
+    "transport cuts": "transport cuts: Kantorovich cuts on the Wasserstein budgets (HiGHS)",
     "al": "al: augmented Lagrangian",
+    "linear al": "linear al: augmented Lagrangian (Adam) on the linear constraints",
     "mirror": "mirror: mirror-prox on the Lagrangian",
     "highs": "highs: the exact LP (HiGHS)",
     "clarabel": "clarabel: the exact conic program (cvxpy, Clarabel)",
     "relaxation (highs)": "relaxation (highs): the linear constraints alone (HiGHS), repaired",
-    "relaxation (cuts)": "relaxation (cuts): the linear constraints alone (column generation), repaired",
+    "relaxation (columns)": "relaxation (columns): the linear constraints alone (column generation), repaired",
 }
 """The ``method`` row: the solver that ran (:attr:`~diffpriv.solvers.OptimizeResult.method`)."""
 

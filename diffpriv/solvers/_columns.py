@@ -65,7 +65,7 @@ import scipy.sparse.csgraph
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._column_pricing import TOLERANCE, DivergencePricing, DivergenceTerms, Pricing, pair_rows
 from diffpriv.solvers._cut_lp import CutsSolveError
-from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
+from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 from diffpriv.solvers._highs import quiet_highs
 
 __all__ = ["ColumnsRun", "applies", "balanced"]
@@ -214,7 +214,7 @@ def _forced_zero(problem: Problem, i: np.ndarray, j: np.ndarray) -> np.ndarray |
     return zero
 
 
-class ColumnsRun:
+class ColumnsRun(Declared):
     """Column generation over output columns on ``problem`` (:func:`applies`) under ``opt``'s
     ``gap_tol`` and ``steps`` (the most rounds: ``min(steps, 500)``; under ``"auto"``
     :data:`AUTO_ROUNDS`), one round (a master LP and a pricing LP per output) a chunk, as a
@@ -222,6 +222,10 @@ class ColumnsRun:
     rays (under ``"auto"``, mirror-prox's where it stopped short); ``floor``: a lower bound known
     already (the linear relaxation's, :mod:`._relaxed`), which the run's own starts from. The seed
     takes no part; it is recorded."""
+
+    name, labels = "columns", ("columns",)
+    takes_start = takes_floor = hands_over = True
+    warm_starts = False
 
     def __init__(self, opt, problem: Problem, seed: int, *, start: np.ndarray | None = None,
                  floor: float = -np.inf):
@@ -515,4 +519,4 @@ class ColumnsRun:
             self._solve()
             fixed = repair(self.problem, self._table(self._weights_of_rays())).table
             self.best = (self.problem.objective_value(fixed), fixed)
-        return Outcome(self.best[1], self.bound, status, plan="cuts", method="cuts")
+        return Outcome(self.best[1], self.bound, status, plan="cuts", method=self.name)

@@ -47,7 +47,7 @@ import scipy.sparse
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._coarse import coarse_start
 from diffpriv.solvers._cut_lp import CutsSolveError, HighsModel, new_columns, start_support
-from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
+from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 
 __all__ = ["CutsRun", "CutsSolveError", "applies"]
 
@@ -456,10 +456,13 @@ def _bound(problem, full, terms: Terms, cuts: _Cuts, rnd: _Round):
     return bound, entries.reshape(n_prof * n_in, n_out)
 
 
-class CutsRun:
+class CutsRun(Declared):
     """Column-and-cut generation on ``problem`` (:func:`applies`) under ``opt``'s ``gap_tol`` and
     ``steps`` (the most LP rounds: ``min(steps, 500)``), one LP round a chunk, as a
     :class:`._driver.Run` (module docstring). The seed takes no part; it is recorded."""
+
+    name, labels = "cuts", ("cuts",)
+    warm_starts = False
 
     def __init__(self, opt, problem: Problem, seed: int):
         from diffpriv.solvers._linear import smallest_objective
@@ -523,7 +526,7 @@ class CutsRun:
         if self.best is None:
             fixed = repair(self.problem, self.rnd.table).table
             self.best = (self.problem.objective_value(fixed), fixed)
-        return Outcome(self.best[1], self.bound, status, plan="cuts", method="cuts")
+        return Outcome(self.best[1], self.bound, status, plan="cuts", method=self.name)
 
 
 def _add_cuts(model: _Model, rnd: _Round) -> int:

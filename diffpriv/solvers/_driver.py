@@ -11,9 +11,10 @@ transport PDHG (:class:`._transport_pdhg.TransportRun`), the smoothed dual
 (:class:`._dual.DualRun`), mirror-prox (:class:`._mirror.MirrorRun`), the augmented Lagrangian
 (:class:`._nonlinear.ALRun`,
 :class:`._pdhg_run.LinearALRun`), column-and-cut generation (:class:`._cuts.CutsRun`,
-:class:`._transport_cuts.TransportCutsRun`, :class:`._columns.ColumnsRun`) and the
-exact references (:class:`._exact.ExactRun`); :data:`._methods.SOLVERS` names them and
-:func:`._methods.route` picks one. This module imports no other solver module: the solvers
+:class:`._transport_cuts.TransportCutsRun`, :class:`._columns.ColumnsRun`), the linear
+relaxation (:class:`._relaxed.RelaxedRun`) and the exact references (:class:`._exact.ExactRun`);
+each declares its name, labels and capabilities (:class:`Declared`), :data:`._methods.SOLVERS`
+names them and :func:`._methods.route` picks them. This module imports no other solver module: the solvers
 import it, never each other in a circle.
 """
 
@@ -27,7 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import NamedTuple, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 import jax
 import numpy as np
@@ -35,7 +36,7 @@ import numpy as np
 from diffpriv._gap import relative_gap
 from diffpriv.solvers._x64 import require
 
-__all__ = ["Chunk", "OptimizeResult", "Outcome", "Run", "Status", "check_finite", "compile_seconds", "drive",
+__all__ = ["Chunk", "Declared", "OptimizeResult", "Outcome", "Run", "Status", "check_finite", "compile_seconds", "drive",
            "make_result", "relative_gap"]
 
 
@@ -70,27 +71,37 @@ def check_finite(table: np.ndarray) -> None:
 
 
 class _CompileClock:
-    """JAX's tracing and compilation seconds in this process so far (one listener, registered
-    once, on first use)."""
+    """JAX's tracing and compilation seconds counted while a run is driven: :meth:`listening`
+    (entered by :func:`drive`, nested runs within) registers one listener and removes it when the
+    outermost run ends, so that no listener stays behind in the caller's process."""
 
     def __init__(self):
         self._seconds = 0.0
-        self._listening = False
+        self._depth = 0
 
     def _count(self, event: str, seconds: float, **_) -> None:
         if event.startswith("/jax/core/compile/"):
             self._seconds += seconds
 
-    def __call__(self) -> float:
-        if not self._listening:
+    @contextlib.contextmanager
+    def listening(self) -> Iterator[None]:
+        if self._depth == 0:
             jax.monitoring.register_event_duration_secs_listener(self._count)
-            self._listening = True
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                jax.monitoring.unregister_event_duration_listener(self._count)
+
+    def __call__(self) -> float:
         return self._seconds
 
 
 compile_seconds = _CompileClock()
-"""``compile_seconds()``: JAX's compilation time in this process so far; a run reports the
-difference between its end and its start."""
+"""``compile_seconds()``: JAX's compilation time counted so far (while runs were driven); a run
+reports the difference between its end and its start."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,10 +142,12 @@ class OptimizeResult:
         rows or outputs before the solver ran (:mod:`diffpriv.solvers._presolve`; ``table`` is of
         the whole problem), with ``"constraints": [kept, all]`` where it dropped constraints
         every table meets, else ``None``.
-      method: the solver that ran: ``"pdhg"``, ``"transport pdhg"``, ``"dual"``, ``"mirror"``,
-        ``"cuts"``, ``"al"``, or an exact one (``"highs"``, ``"clarabel"``:
+      method: the run that ran (one of its :attr:`Declared.labels`, distinct for every run):
+        ``"pdhg"``, ``"linear al"``, ``"transport pdhg"``, ``"dual"``, ``"mirror"``, ``"al"``,
+        ``"cuts"`` (cut generation on f-divergences), ``"columns"`` (column generation),
+        ``"transport cuts"`` (Kantorovich cuts), or an exact one (``"highs"``, ``"clarabel"``:
         :mod:`diffpriv.solvers._exact`, ``steps`` 0, ``lower_bound`` from the solver's multipliers,
-        ``max_violation`` in its own rows); ``"relaxation (highs)"`` or ``"relaxation (cuts)"``
+        ``max_violation`` in its own rows); ``"relaxation (highs)"`` or ``"relaxation (columns)"``
         where the table is the linear relaxation's, repaired (:mod:`diffpriv.solvers._relaxed`).
     """
 
@@ -217,6 +230,50 @@ class Outcome(NamedTuple):
     polish_seconds: float = 0.0
 
 
+class Declared:
+    """What a run declares of itself, as class variables: the route's driver
+    (:meth:`._optimizer.Optimizer`) reads them and never compares solver names. A new run sets
+    :attr:`name` and :attr:`labels` and the capabilities it has; the rest keep these defaults."""
+
+    name: ClassVar[str]
+    """Its key in :data:`._methods.SOLVERS` and in the routes of :func:`._methods.route`."""
+    labels: ClassVar[tuple[str, ...]]
+    """The ``result.method`` values it gives (each run's its own: the certificate names the run)."""
+    takes_init: ClassVar[bool] = False
+    """Continues a run from a result of its own (``init=``: a warm start, another budget)."""
+    takes_basis: ClassVar[bool] = False
+    """Starts from a simplex basis (``basis=``: an exact run's result, warm-starting HiGHS)."""
+    takes_start: ClassVar[bool] = False
+    """Starts from a table (``start=``): the table of the route's run before it that stopped short."""
+    takes_floor: ClassVar[bool] = False
+    """Stops on a lower bound known already (``floor=``: the linear relaxation's)."""
+    takes_deadline: ClassVar[bool] = False
+    """Stops by a deadline within its one chunk (``deadline=``); runs of many chunks stop between
+    them (:func:`drive`)."""
+    takes_progress: ClassVar[bool] = False
+    """Reports its own progress (``progress=``) within its one chunk."""
+    hands_over: ClassVar[bool] = False
+    """Under ``"auto"``, gives way to the route's next run when it stops without converging."""
+    relaxation: ClassVar[bool] = False
+    """Solves a relaxation of the problem: its bound holds for the problem, and so does its
+    infeasibility (the route ends there)."""
+    warm_starts: ClassVar[bool] = True
+    """Runs where a warm start (``init``) was asked for; those that do not, refuse it in one line."""
+    lean: ClassVar[bool] = True
+    """Runs a problem whose standard plan does not fit in memory (the lean plan,
+    :func:`diffpriv.problems.solver_plan`); those that do not, refuse it in one line:"""
+    too_large: ClassVar[str] = ("optimizer: this problem is too large for the float64 solvers that "
+                                "divergence and Wasserstein constraints need")
+    resumable: ClassVar[bool] = False
+    """Its result's ``state`` warm-starts a next run (a sweep's next budget, :func:`diffpriv.design`
+    continuing a run whose repair cost more than the gap allows)."""
+    budgets: ClassVar[bool] = False
+    """Runs one budget after another of a batch (``budget_scale=``, ``init=`` the previous state)."""
+    batch: ClassVar[Callable | None] = None
+    """Or solves a batch of budgets at once: ``batch(opt, problem, scales, seed) → (tables,
+    bounds)`` (:func:`._optimizer.solve_batch`)."""
+
+
 class Run(Protocol):
     """One solver's run of one problem (the constructor is its init: data and starting point)."""
 
@@ -270,6 +327,12 @@ def drive(make: Callable[[], Run], problem, options, seed: int,
     :class:`Outcome` (``options``: the settings recorded in it). Ctrl-C (``KeyboardInterrupt``)
     during a chunk ends the run with its best table so far, status ``"interrupted"``; during
     ``make()``, or when the run has no table to give, it propagates."""
+    with compile_seconds.listening():
+        return _drive(make, problem, options, seed, progress, deadline)
+
+
+def _drive(make, problem, options, seed, progress, deadline) -> OptimizeResult:
+    """:func:`drive` while the compile clock listens."""
     require()  # float64: the bound's precision
     start, compiled = time.perf_counter(), compile_seconds()
     run = make()

@@ -43,7 +43,7 @@ import numpy as np
 import optax
 
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
+from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 from diffpriv.solvers._lbfgs import lbfgs_scan
 from diffpriv.solvers._linear import (
     LinearData,
@@ -369,7 +369,7 @@ def dual_data(problem: Problem, tighten_rel: float) -> tuple[DualData, tuple[Fam
     return DualData(lin, true, tuple(groups), jnp.asarray(tau_w)), tuple(families), scale
 
 
-class DualRun:
+class DualRun(Declared):
     """The smoothed dual on ``problem`` (divergence constraints, :func:`applies`) under the
     settings of ``opt``, as a :class:`._driver.Run` (module docstring); the result's ``state`` is
     the final multipliers.
@@ -377,6 +377,10 @@ class DualRun:
     ``budget_scale``: every constraint's ε times this (``solve_batch``); ``init``: multipliers to
     start from (the ``state`` of a run of the same problem, e.g. at a neighbouring budget). The seed
     takes no part (the start is deterministic); it is recorded."""
+
+    name, labels = "dual", ("dual",)
+    hands_over = budgets = True
+    lean = False
 
     def __init__(self, opt, problem: Problem, seed: int, *, budget_scale: float = 1.0,
                  init: dict | None = None):

@@ -22,17 +22,21 @@ import numpy as np
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._convex import solve_convex
-from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
+from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 from diffpriv.solvers._lp import Basis, solve_lp
 
 __all__ = ["ExactRun"]
 
 
-class ExactRun:
+class ExactRun(Declared):
     """The exact reference on ``problem`` under the settings ``opt`` (recorded in the result), as a
     :class:`._driver.Run` of one chunk (no steps). Raises what the reference raises
     (``ReferenceSolveError``, also for an ``e^ε`` that overflows; ``ConvexSolveError``,
     ``ImportError`` without cvxpy)."""
+
+    name, labels = "exact", ("highs", "clarabel")
+    takes_basis = takes_deadline = resumable = True
+    warm_starts = False
 
     total = 1
 
@@ -45,7 +49,7 @@ class ExactRun:
             limit = None if self.deadline is None else max(self.deadline - time.perf_counter(), 0.05)
             with np.errstate(over="ignore"):  # e^ε = inf: solve_lp checks it and raises ReferenceSolveError
                 ref = solve_lp(self.problem, basis=self.basis, keep_basis=True, time_limit=limit)
-            self.bound, self.name = ref.bound, "highs"
+            self.bound, self.label = ref.bound, "highs"
         else:
             from diffpriv.solvers._linear import smallest_objective
             from diffpriv.solvers._linearized import linearized_bound
@@ -55,11 +59,11 @@ class ExactRun:
             bound = linearized_bound(self.problem, ref.table, self.problem.objective_value(ref.table),
                                      self.gap_tol, seconds=max(5.0, 4.0 * ref.seconds))
             self.bound = smallest_objective(self.problem) if bound is None else bound
-            self.name = "clarabel"
+            self.label = "clarabel"
         self.ref = ref
         return Chunk(0, relative_gap(self.problem.objective_value(ref.table), self.bound), Status.CONVERGED)
 
     def finish(self, status: Status) -> Outcome:
         basis = getattr(self.ref, "basis", None)  # a ConvexResult has none
         return Outcome(self.ref.table, self.bound, status, self.ref.violation, state=basis, plan="exact",
-                       method=self.name)
+                       method=self.label)

@@ -66,8 +66,8 @@ import math
 
 from diffpriv.problems._checks import SpecError
 
-__all__ = ["METHODS", "SOLVERS", "TRIES", "auto_cuts", "choose", "cuts_apply", "cuts_solver", "exact_solver",
-           "first_order", "relaxes", "route", "solver_class"]
+__all__ = ["METHODS", "SOLVERS", "auto_cuts", "choose", "cuts_apply", "cuts_solver", "exact_solver",
+           "first_order", "relaxes", "route", "run_of", "solver_class"]
 
 METHODS = {
     "auto": "the linear relaxation first where divergence constraints sit beside linear ones; "
@@ -178,19 +178,13 @@ grid took over 2 minutes for its second round."""
 DUAL_GAP_TOL = 1e-2
 """From this ``gap_tol`` up, ``"auto"`` runs the smoothed dual before ``"cuts"`` where both apply
 and Clarabel does not run (:func:`route`), with ``"cuts"`` taking over when the dual does not
-converge (:data:`TRIES`). DistP on 32×32 Gaussian-mixture grids at the tightest budgets, at
+converge (:attr:`._driver.Declared.hands_over`). DistP on 32×32 Gaussian-mixture grids at the tightest budgets, at
 ``gap_tol = 10⁻²``: the dual converged in 14–35 s where ``"cuts"`` took 408–589 s (χ²,
 Hellinger, Rényi 2; ``benchmarks/divergence_optimality.py --grid 32 --gap-tol 1e-2``). At
 ``10⁻⁴`` the dual stalls (16×16 KL: 6.6·10⁻⁴ after 16,000 steps) and ``"cuts"`` runs alone."""
 DUAL_FROM = 300_000
 """… and from this many table entries (about 24×24): measured there and at 32×32 (where the dual
 took 2–35 s and ``"cuts"`` 3.5–589 s), not between 12×12 and 24×24, which keep ``"cuts"``."""
-TRIES = frozenset({"dual", "columns", "mirror", "relaxed"})
-"""Solvers that, under ``"auto"``, hand over to the next of the route when they stop without
-converging (the smoothed dual stalls at its temperature floor on tight ``gap_tol``; column
-generation over output columns after :data:`._columns.AUTO_ROUNDS` rounds; mirror-prox beside
-pure pair bounds, whose table column generation then starts from; the linear relaxation, where
-a divergence binds)."""
 
 
 def _kinds(problem) -> tuple[tuple[str, float], ...]:
@@ -411,7 +405,7 @@ def relaxes(problem, gap_tol: float = 1e-4) -> bool:
 
 def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> tuple[str, ...]:
     """The solvers (keys of :data:`SOLVERS`) to run ``problem`` with under ``optimizer.method``,
-    in order: the first that does not fail (nor, for :data:`TRIES`, stop short of converging)
+    in order: the first that does not fail (nor, for a run that :attr:`~._driver.Declared.hands_over`, stop short of converging)
     runs it. An explicit method names one solver (raising ``ValueError`` where ``"cuts"`` does
     not apply); ``"auto"`` (:func:`choose`) falls back from the exact reference to ``"cuts"``
     (where :func:`auto_cuts`) and to the first-order solver, and from ``"cuts"`` to the
@@ -469,3 +463,10 @@ def solver_class(name: str):
 
     module, cls = SOLVERS[name].split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def run_of(label: str):
+    """The :class:`._driver.Run` class whose results carry ``label`` as their ``method``
+    (:attr:`._driver.Declared.labels`), or ``None`` for a label no run gives (a result built
+    elsewhere: a baseline's, a batch's)."""
+    return next((c for c in map(solver_class, SOLVERS) if label in c.labels), None)

@@ -93,7 +93,7 @@ from diffpriv.solvers._divergence import (
     linearized,
     residuals,
 )
-from diffpriv.solvers._driver import Chunk, Outcome, Status, check_finite, relative_gap
+from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, check_finite, relative_gap
 from diffpriv.solvers._dual_bound import DualBound
 from diffpriv.solvers._linear import (
     Operator,
@@ -608,7 +608,7 @@ def _bound(data, weights, rows, nl, true_nl, kinds, theta, lam, nu, u, eta, sigm
     return jnp.maximum(with_lam, lower_bound(data, scale * u, nu, worst=weights.epigraph, op=op))
 
 
-class MirrorRun:
+class MirrorRun(Declared):
     """Mirror-prox (module docstring) on a problem :func:`applies` to, under the settings of
     ``opt``, as a :class:`._driver.Run`. Its steps are mirror-prox steps (two gradients each); it
     stops when the best feasible table is within ``gap_tol`` of the best bound (``"converged"``),
@@ -617,6 +617,10 @@ class MirrorRun:
     of an earlier run's result (its iterate ``(θ, λ, ν, u)``: the budgets of a frontier one after
     another); ``floor``: a lower bound known already (the linear relaxation's, :mod:`._relaxed`),
     which the run's own starts from."""
+
+    name, labels = "mirror", ("mirror",)
+    takes_floor = hands_over = budgets = True
+    warm_starts = False
 
     def __init__(self, opt, problem: Problem, seed: int, *, budget_scale: float = 1.0, init=None,
                  floor: float = -np.inf):

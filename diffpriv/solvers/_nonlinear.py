@@ -23,7 +23,7 @@ from diffpriv.solvers._divergence import (
     frank_wolfe_bound,
     transport_dual_bound,
 )
-from diffpriv.solvers._driver import Chunk, Outcome, Status, check_finite, relative_gap
+from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, check_finite, relative_gap
 from diffpriv.solvers._linear import (
     epigraph_weights,
     linear_data,
@@ -105,7 +105,7 @@ def _nonlinear_bound_jit(data, u, nu, worst, nonlinear, kinds, table, lam):
     return jnp.maximum(fw, transport_dual_bound(bound_of, nonlinear, kinds, start, lam, TRANSPORT_DUAL_STEPS))
 
 
-class ALRun:
+class ALRun(Declared):
     """The augmented Lagrangian (:mod:`._al`) on a problem with divergence constraints, under the
     settings of ``opt`` (an :class:`~diffpriv.solvers._optimizer.Optimizer`), as a
     :class:`._driver.Run`; :func:`._methods.route` sends it the problems no other solver takes.
@@ -120,6 +120,9 @@ class ALRun:
     chunk moved the objective by less than ``STALL · gap_tol`` or threw the table off
     (``"stalled"``: the bound is looser than the table), or when ``steps`` ran out.
     """
+
+    name, labels = "al", ("al",)
+    lean = False
 
     def __init__(self, opt, problem: Problem, seed: int):
         self.opt, self.problem = opt, problem
@@ -208,3 +211,6 @@ def _batch_jit(base, nl, scales, key, worst, kinds, chunks):
         return table, _nonlinear_bound_jit(true_data, mu, nu, worst, true_nl, kinds, table, lam)
 
     return jax.vmap(one)(scales)
+
+
+ALRun.batch = staticmethod(batch_nonlinear)

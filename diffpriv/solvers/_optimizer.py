@@ -47,13 +47,11 @@ from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, drive
 from diffpriv.solvers._linear import linear_data, operator, sparse_matrix, the_table, tighten
 from diffpriv.solvers._lp import Basis, ReferenceSolveError
 from diffpriv.solvers._mechanism import Mechanism
-from diffpriv.solvers._methods import TRIES, auto_cuts, first_order, route, solver_class
-from diffpriv.solvers._nonlinear import batch_nonlinear
+from diffpriv.solvers._methods import auto_cuts, first_order, route, solver_class
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish
 from diffpriv.solvers._presolve import Presolved, presolve
 from diffpriv.solvers._progress import progress_bar
-from diffpriv.solvers._transport_pdhg import batch_transport
 from diffpriv.solvers._x64 import float64
 
 __all__ = ["Optimizer", "OptimizeResult", "optimize", "solve_batch", "solve_budgets"]
@@ -108,19 +106,23 @@ class Optimizer(Options):
         if basis is not None:  # an exact run's result: its basis warm-starts HiGHS, and only HiGHS
             init = None
         names = route(problem, self.method, gap_tol=self.gap_tol, warm=init is not None)
-        tried = None  # the result of a TRIES solver that did not converge
+        tried = None  # the result of a run that hands over, which did not converge
         relaxed = None  # the linear relaxation's, whose bound holds for the problem too
         for i, name in enumerate(names):
-            self._check(name, problem, init)
             cls = solver_class(name)
-            extra = {"init": init} if name == "pdhg" else {"basis": basis} if name == "exact" else {}
-            if name == "columns" and tried is not None and tried is not relaxed:  # starts from its table
-                extra = {"start": tried.table}
-            if name in ("mirror", "columns") and relaxed is not None:  # they stop on the better bound
+            self._check(cls, problem, init)
+            extra: dict = {}
+            if cls.takes_init:
+                extra["init"] = init
+            if cls.takes_basis:
+                extra["basis"] = basis
+            if cls.takes_start and tried is not None and tried is not relaxed:  # the try before's table
+                extra["start"] = tried.table
+            if cls.takes_floor and relaxed is not None:  # it stops on the better bound
                 extra["floor"] = relaxed.lower_bound
-            if name == "relaxed":  # one chunk: the relaxation's own solver reports its progress
+            if cls.takes_progress:  # one chunk: the run reports its own progress
                 extra["progress"] = progress
-            if name == "exact" and deadline is not None:  # HiGHS stops by then too
+            if cls.takes_deadline and deadline is not None:  # it stops by then within its chunk
                 extra["deadline"] = deadline
             last = i == len(names) - 1
             out_of_time = deadline is not None and time.perf_counter() >= deadline
@@ -136,28 +138,27 @@ class Optimizer(Options):
                 if tried is not None:
                     return _with_relaxation(tried, relaxed if tried is not relaxed else None, self.gap_tol)
                 raise
-            if name == "relaxed" and result.status == Status.INFEASIBLE:  # so is the problem
+            if cls.relaxation and result.status == Status.INFEASIBLE:  # so is the problem
                 return result
             if result.status in (Status.TIME_LIMIT, Status.INTERRUPTED):
                 return _with_relaxation(result, relaxed if result is not relaxed else None, self.gap_tol)
-            if name in TRIES and not last and result.status != Status.CONVERGED:
+            if cls.hands_over and not last and result.status != Status.CONVERGED:
                 tried = result
-                relaxed = result if name == "relaxed" else relaxed
+                relaxed = result if cls.relaxation else relaxed
                 continue
             return _with_relaxation(result, relaxed, self.gap_tol)
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
-    def _check(name: str, problem: Problem, init) -> None:
-        """Raises the one-line errors of a run ``name`` cannot do: a warm start where only PDHG
-        continues a run, a nonlinear problem too large for the float64 solvers."""
-        if init is not None and name in ("exact", "cuts", "columns", "transport cuts", "linear al", "mirror"):
+    def _check(cls, problem: Problem, init) -> None:
+        """Raises the one-line errors of a run (of class ``cls``) that cannot do what is asked: a
+        warm start where only PDHG continues a run, a problem too large for its memory plan."""
+        if init is not None and not cls.warm_starts:
             raise ValueError("init: warm starts need method 'pdhg'")
         if init is not None and not problem.linear:
             raise ValueError("init: warm starts need linear constraints (method 'pdhg')")
-        if name in ("transport pdhg", "dual", "al") and solver_plan(problem) == "lean":
-            raise SizeError("optimizer: this problem is too large for the float64 solvers that "
-                            "divergence and Wasserstein constraints need")
+        if not cls.lean and solver_plan(problem) == "lean":
+            raise SizeError(cls.too_large)
 
 
 def _with_relaxation(result: OptimizeResult, relaxed: OptimizeResult | None,
@@ -249,11 +250,10 @@ def _solve_batch(opt: Optimizer, problem: Problem, eps_scales, seed: int) -> tup
             at = [problem.scaled(float(s)) for s in scales]
             runs = [drive(functools.partial(CutsRun, opt, p, seed), p, opt, seed) for p in at]
             return np.stack([r.table for r in runs]), np.asarray([r.lower_bound for r in runs])
-        name = first_order(problem)
-        if name == "transport pdhg":
-            return batch_transport(opt, problem, scales, seed)
-        if name in ("dual", "mirror"):  # one budget after another, warm-started
-            run_class = solver_class(name)
+        run_class = solver_class(first_order(problem))
+        if run_class.batch is not None:
+            return run_class.batch(opt, problem, scales, seed)
+        if run_class.budgets:  # one budget after another, warm-started
             tables, bounds, state = [], [], None
             for s in scales:
                 r = drive(functools.partial(run_class, opt, problem, seed, budget_scale=float(s), init=state),
@@ -262,7 +262,7 @@ def _solve_batch(opt: Optimizer, problem: Problem, eps_scales, seed: int) -> tup
                 bounds.append(r.lower_bound)
                 state = r.state
             return np.stack(tables), np.asarray(bounds)
-        return batch_nonlinear(opt, problem, scales, seed)
+        raise AssertionError(f"{run_class.name} runs no batch")  # pragma: no cover
     return _batch_linear(opt, [problem.scaled(float(s)) for s in eps_scales], seed, shard=True)
 
 

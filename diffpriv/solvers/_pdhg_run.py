@@ -22,6 +22,7 @@ from diffpriv.solvers import _pdhg
 from diffpriv.solvers._al import solve_al
 from diffpriv.solvers._driver import (
     Chunk,
+    Declared,
     OptimizeResult,
     Outcome,
     Status,
@@ -71,13 +72,16 @@ def _pack(problem: Problem, data, true_data, table, u, *, polishing: bool) -> tu
     return the_table(problem, rows), float(viol.max()) if viol.size else 0.0
 
 
-class PDHGRun:
+class PDHGRun(Declared):
     """Restarted mirror PDHG (:func:`._pdhg.run`) in compiled chunks of ``opt.chunk`` periods.
 
     ``init`` warm-starts it: an :class:`OptimizeResult` of a problem of the same shape (its primal
     and dual state: the run continues, e.g. at a neighbouring budget), or a
     :class:`~diffpriv.mechanisms.Mechanism` or a table (primal only). A problem too large for the standard
     plan runs lean (:func:`diffpriv.problems.solver_plan`)."""
+
+    name, labels = "pdhg", ("pdhg",)
+    takes_init = resumable = True
 
     def __init__(self, opt, problem: Problem, seed: int, init=None):
         self.opt, self.problem = opt, problem
@@ -180,15 +184,16 @@ class PDHGRun:
                        polish_seconds=self.polish_seconds)
 
 
-class LinearALRun:
+class LinearALRun(Declared):
     """The augmented-Lagrangian baseline on a linear problem (:func:`._al.solve_al`, Adam):
     ``steps`` split into rounds of ``period`` steps, each followed by a multiplier update, in one
     compiled call; the table polished, the bound that of the final multipliers."""
 
+    name, labels = "linear al", ("linear al",)
+    warm_starts = lean = False
+    too_large = "optimizer.method: 'al' needs more memory than this problem leaves; use 'pdhg'"
+
     def __init__(self, opt, problem: Problem, seed: int):
-        if solver_plan(problem) == "lean":
-            raise SizeError(f"optimizer.method: {opt.method!r} needs more memory than this "
-                            "problem leaves; use 'pdhg'")
         self.opt, self.problem, self.seed = opt, problem, seed
         self.outer = max(1, opt.steps // opt.period)
         self.total = self.outer * opt.period
@@ -206,7 +211,7 @@ class LinearALRun:
                      Status.INFEASIBLE if infeasible else Status.STEP_LIMIT)
 
     def finish(self, status: Status) -> Outcome:
-        return Outcome(self.table, self.bound, status, self.viol, method="al")
+        return Outcome(self.table, self.bound, status, self.viol, method=self.name)
 
 
 def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:

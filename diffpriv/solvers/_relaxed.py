@@ -31,7 +31,7 @@ import dataclasses
 import numpy as np
 
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
+from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 
 __all__ = ["ROUNDS", "TIGHTER", "RelaxedRun", "relaxation"]
 
@@ -61,13 +61,16 @@ repair's mixing (6×6 grids with geo-indistinguishability beside KL-DP: at ``gap
 relaxation stopped 0.5–0.97 % above its bound and the repair added 0.1 %)."""
 
 
-class RelaxedRun:
+class RelaxedRun(Declared):
     """The relaxation (:func:`relaxation`) solved by ``opt`` itself under ``method = "auto"`` (HiGHS
     or column generation, as :func:`._methods.relaxes` arranges; column generation over output
     columns for at most :data:`ROUNDS` rounds where it applies), its table repaired against the
     whole ``problem``, as a :class:`._driver.Run` of one chunk. The result's method reads
     ``"relaxation (<the relaxation's solver>)"``. ``progress`` goes to the relaxation's solver
     (its rounds, where column generation runs it)."""
+
+    name, labels = "relaxed", ("relaxation (highs)", "relaxation (columns)")
+    takes_progress = hands_over = relaxation = True
 
     total = 1
 
@@ -85,7 +88,7 @@ class RelaxedRun:
         if _columns.applies(self.relaxed):  # pure pair bounds only
             opt = dataclasses.replace(opt, method="cuts", steps=ROUNDS)
         inner = opt(self.relaxed, seed=self.seed, progress=self.progress)
-        self.name, self.bound, self.table = f"relaxation ({inner.method})", inner.lower_bound, inner.table
+        self.label, self.bound, self.table = f"relaxation ({inner.method})", inner.lower_bound, inner.table
         self.violation = np.inf  # the relaxation's table, not repaired: the problem's solvers go on
         if inner.status == Status.INFEASIBLE:  # the problem's feasible set is smaller still
             return Chunk(0, np.inf, Status.INFEASIBLE)
@@ -97,4 +100,4 @@ class RelaxedRun:
         return Chunk(0, gap, Status.CONVERGED if gap <= self.opt.gap_tol else Status.STALLED)
 
     def finish(self, status: Status) -> Outcome:
-        return Outcome(self.table, self.bound, status, self.violation, plan="exact", method=self.name)
+        return Outcome(self.table, self.bound, status, self.violation, plan="exact", method=self.label)

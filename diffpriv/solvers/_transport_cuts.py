@@ -44,7 +44,7 @@ import scipy.sparse
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._cut_lp import CutsSolveError, HighsModel, new_columns, start_support
 from diffpriv.solvers._divergence import block_weights
-from diffpriv.solvers._driver import Chunk, Outcome, Status, relative_gap
+from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 from diffpriv.solvers._moment_bound import moment_bound
 
 __all__ = ["TransportCutsRun", "applies"]
@@ -246,10 +246,13 @@ class _Model(HighsModel):
                 np.maximum(-dual[self.cut_rows], 0.0))
 
 
-class TransportCutsRun:
+class TransportCutsRun(Declared):
     """Kantorovich cuts on ``problem`` (:func:`applies`) under ``opt``'s ``gap_tol`` and
     ``steps`` (the most LP rounds: ``min(steps, 500)``), one LP round a chunk, as a
     :class:`._driver.Run` (module docstring). The seed takes no part; it is recorded."""
+
+    name, labels = "transport cuts", ("transport cuts",)
+    warm_starts = False
 
     def __init__(self, opt, problem: Problem, seed: int):
         from diffpriv.solvers._linear import smallest_objective
@@ -440,5 +443,5 @@ class TransportCutsRun:
             if self.last is None:
                 raise CutsSolveError("optimizer: Kantorovich cuts ended before an LP round")
             return Outcome(repair(self.problem, self.last).table, self.bound, status, plan="cuts",
-                           method="cuts")
-        return Outcome(self.inner.table, self.bound, status, plan="cuts", method="cuts")
+                           method=self.name)
+        return Outcome(self.inner.table, self.bound, status, plan="cuts", method=self.name)

@@ -60,7 +60,7 @@ import numpy as np
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._divergence import DivergenceData, coupling_dual, divergence_data, divergence_violation
-from diffpriv.solvers._driver import Chunk, Outcome, Status, check_finite
+from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, check_finite
 from diffpriv.solvers._linear import (
     LinearData,
     epigraph_weights,
@@ -372,7 +372,7 @@ def _finish(opt, td, data, true_data, nl, kinds, table, coupling):
     return rows, viol
 
 
-class TransportRun:
+class TransportRun(Declared):
     """The lifted PDHG on ``problem`` (:func:`applies`) under ``opt`` (an
     :class:`~diffpriv.solvers._optimizer.Optimizer`'s settings), as a :class:`._driver.Run`.
 
@@ -381,6 +381,9 @@ class TransportRun:
     or after ``steps`` (in compiled chunks of ``opt.chunk`` periods). The table returned is the
     restart candidate's, renormalised, or its polish.
     """
+
+    name, labels = "transport pdhg", ("transport pdhg",)
+    lean = False
 
     def __init__(self, opt, problem: Problem, seed: int):
         self.opt, self.problem = opt, problem
@@ -450,3 +453,6 @@ def _batch_jit(base, true_td, order, scales, key, period, periods, worst, omega,
         return state.table, state.coupling, state.best_lb
 
     return jax.vmap(one)(scales)
+
+
+TransportRun.batch = staticmethod(batch_transport)

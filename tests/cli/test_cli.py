@@ -588,9 +588,9 @@ def test_the_summary_names_the_linear_relaxation_where_it_settles_the_problem(ru
     out = tmp_path / "relaxed"
     result = runner.invoke(app, ["optimize", str(_config(tmp_path, text)), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "relaxation (cuts): the linear" in " ".join(result.stdout.split()), result.stdout
+    assert "relaxation (columns): the linear" in " ".join(result.stdout.split()), result.stdout
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["method"] == "relaxation (cuts)" and summary["ok"]
+    assert summary["method"] == "relaxation (columns)" and summary["ok"]
     assert summary["lower_bound"] <= summary["certified"] <= summary["lower_bound"] * (1 + 1e-2)
 
 

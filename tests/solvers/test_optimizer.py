@@ -270,8 +270,13 @@ def test_adaptive_restarts_keep_averaging_on_a_geo_grid():
 
 
 def test_compilation_time_is_reported_apart_from_solving():
+    """… by a JAX listener that is there only while a run is driven."""
+    from jax._src import monitoring
+
+    listeners = len(monitoring.get_event_duration_listeners())
     problem = k_rr_problem(7, 1.3)  # a shape no other test compiles
     first = dp.optimize(problem, method="pdhg", steps=1000)
+    assert len(monitoring.get_event_duration_listeners()) == listeners
     again = dp.optimize(problem, method="pdhg", steps=1000)
     assert 0 < first.compile_seconds < first.seconds
     assert again.compile_seconds < 0.1 * first.compile_seconds  # nothing left to compile

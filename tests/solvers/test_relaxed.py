@@ -34,7 +34,7 @@ def test_the_relaxation_keeps_the_linear_constraints():
     assert relaxes(p) and not relaxes(relaxation(p))
 
 
-@pytest.mark.parametrize(("ldp", "solver"), [(dp.LocalDP(epsilon=0.3), "cuts"),
+@pytest.mark.parametrize(("ldp", "solver"), [(dp.LocalDP(epsilon=0.3), "columns"),
                                              (dp.LocalDP(epsilon=0.3, delta=0.02), "highs")],
                          ids=["pure", "approximate"])
 def test_a_slack_divergence_is_solved_by_the_relaxation(ldp, solver):
@@ -62,7 +62,7 @@ def test_the_relaxations_solver_reports_its_progress():
     calls = []
     result = Optimizer(gap_tol=1e-3)(grid(0.5, dp.LocalDP(epsilon=0.3)),
                                      progress=lambda done, total, gap: calls.append((done, total, gap)))
-    assert result.method == "relaxation (cuts)"
+    assert result.method == "relaxation (columns)"
     inner = [c for c in calls if c[1] == ROUNDS]
     assert inner and calls.index(inner[-1]) < len(calls) - 1
     assert calls[-1][1] == 1 and calls[-1][2] <= 1e-3  # the run itself: one chunk

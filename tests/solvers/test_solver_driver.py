@@ -141,7 +141,7 @@ def test_auto_hands_a_dual_that_does_not_converge_over_to_cuts(monkeypatch):
     # 20 dual steps cannot converge; 20 LP rounds of cuts do on 5 rows
     result = dp.optimize(problem, method="auto", steps=20, period=10, gap_tol=1e-2)
     assert (result.method, result.status) == ("cuts", "converged")
-    assert "dual" in _methods.TRIES
+    assert _methods.solver_class("dual").hands_over
 
     def fail(*args, **kwargs):
         raise _cuts.CutsSolveError("optimizer: HiGHS found no optimum of the cut model (test)")
@@ -238,3 +238,98 @@ def test_steps_bound_the_run_even_below_one_period():
     assert dp.optimize(problem, method="pdhg", steps=100, gap_tol=1e-14, polish=False).steps == 100
     whole = dp.optimize(problem, method="pdhg", steps=1200, period=500, gap_tol=1e-14, polish=False)
     assert whole.steps == 1000
+
+
+# ---- runs declare what they can do; the driver reads it ----------------------------------------
+
+class _Toy(_driver.Declared):
+    """A run of one chunk that gives HiGHS's table (or a uniform one) and records what it got.
+    Its capabilities are set per test (a subclass each); nothing else names it."""
+
+    name, labels = "toy", ("toy",)
+    total = 1
+    status = _driver.Status.STALLED
+    got: list = []
+
+    def __init__(self, opt, problem, seed, **kwargs):
+        type(self).got.append(kwargs)
+        self.problem = problem
+
+    def chunk(self):
+        return _driver.Chunk(1, np.inf, self.status)
+
+    def finish(self, status):
+        table = dp.solvers.lp(self.problem).table if self.status == "converged" else None
+        if table is None:
+            ns, nx, ny = self.problem.shape
+            table = np.full((ns, nx, ny), 1.0 / ny)
+        return _driver.Outcome(table, -np.inf, status, 0.0, method=self.labels[0])
+
+
+def _toy(monkeypatch, route_names, **declared):
+    """A toy run class with ``declared`` capabilities, registered by one row of
+    :data:`._methods.SOLVERS`, and ``auto``'s route set to ``route_names``."""
+    from diffpriv.solvers import _methods, _optimizer
+
+    cls = type("Toy", (_Toy,), {"got": [], **declared})
+    monkeypatch.setattr(__import__(__name__), "Toy", cls, raising=False)
+    monkeypatch.setitem(_methods.SOLVERS, "toy", f"{__name__}:Toy")
+    monkeypatch.setattr(_optimizer, "route", lambda *a, **k: route_names)
+    return cls
+
+
+def test_a_new_run_is_its_class_and_one_row_and_the_driver_reads_its_capabilities(monkeypatch):
+    from diffpriv.problems import _size
+    from diffpriv.solvers import _optimizer
+
+    problem = dp.problems.random_problem(0, n_in=4, n_out=4)
+    # it hands over when it stops short: HiGHS, next in the route, gives the result
+    toy = _toy(monkeypatch, ("toy", "exact"), hands_over=True)
+    result = dp.optimize(problem, gap_tol=1e-4)
+    assert result.method == "highs" and toy.got == [{}]
+    # ... and where it does not, its own (stalled) table is the result
+    toy = _toy(monkeypatch, ("toy", "exact"))
+    assert dp.optimize(problem).method == "toy"
+    # a run that takes a start table and a floor gets the table of the try before it
+    first = _toy(monkeypatch, ("toy",), hands_over=True)
+    second = type("Toy2", (_Toy,), {"got": [], "takes_start": True, "takes_floor": True,
+                                    "labels": ("toy2",), "name": "toy2",
+                                    "status": _driver.Status.CONVERGED})
+    monkeypatch.setattr(__import__(__name__), "Toy2", second, raising=False)
+    from diffpriv.solvers import _methods
+
+    monkeypatch.setitem(_methods.SOLVERS, "toy2", f"{__name__}:Toy2")
+    monkeypatch.setattr(_optimizer, "route", lambda *a, **k: ("toy", "toy2"))
+    result = dp.optimize(problem)
+    assert result.method == "toy2" and first.got == [{}]
+    assert set(second.got[0]) == {"start"} and np.allclose(second.got[0]["start"], 1.0 / 4)
+    assert _methods.run_of("toy2") is second
+    # a warm start and the lean plan are refused in one line where it does not declare them
+    _toy(monkeypatch, ("toy",), warm_starts=False)
+    with pytest.raises(ValueError, match="init: warm starts need method 'pdhg'"):
+        dp.optimize(problem, init=np.full((1, 4, 4), 0.25))
+    _toy(monkeypatch, ("toy",), lean=False, too_large="optimizer: the toy has no lean plan")
+    monkeypatch.setattr(_optimizer, "solver_plan", lambda p: "lean")
+    with pytest.raises(_size.SizeError, match="the toy has no lean plan"):
+        dp.optimize(problem)
+    # a deadline and progress reach it only where it declares them
+    monkeypatch.undo()
+    toy = _toy(monkeypatch, ("toy",), takes_deadline=True, takes_progress=True)
+    dp.optimize(problem, time_limit=60.0, progress=lambda *a: None)
+    assert set(toy.got[0]) == {"deadline", "progress"}
+
+
+def test_every_run_declares_a_name_and_labels_of_its_own():
+    """``result.method`` names the run that ran, distinctly for every run, and the CLI's summary
+    describes every label."""
+    from diffpriv.cli._summary import _METHOD_TEXT
+    from diffpriv.solvers._methods import SOLVERS, run_of, solver_class
+
+    labels = []
+    for name in SOLVERS:
+        cls = solver_class(name)
+        assert cls.name == name and issubclass(cls, _driver.Declared)
+        labels += cls.labels
+    assert len(labels) == len(set(labels)), labels
+    assert all(run_of(label).labels.count(label) == 1 for label in labels)
+    assert set(labels) <= set(_METHOD_TEXT), set(labels) - set(_METHOD_TEXT)

@@ -52,7 +52,7 @@ def test_certified_tables_reach_the_convex_optimum_and_every_bound_stays_below(c
     assert chunk.status == "converged"
     assert max(bounds) <= ref * (1 + 1e-6) + 1e-9
     design = dp.design(problem, method="cuts")
-    assert design.result.method == "cuts" and design.result.status == "converged"
+    assert design.result.method == "transport cuts" and design.result.status == "converged"
     assert design.certificate.ok
     assert design.certificate.loss == pytest.approx(ref, rel=2e-4, abs=1e-7)
 
@@ -101,7 +101,7 @@ def test_a_support_with_no_common_output_still_reaches_the_optimum():
     assert not problem.support_mask().all(axis=(0, 1)).any()
     ref = dp.solvers.convex(problem).value
     design = dp.design(problem, method="cuts")
-    assert design.certificate.ok and design.result.method == "cuts"
+    assert design.certificate.ok and design.result.method == "transport cuts"
     assert design.result.lower_bound <= ref * (1 + 1e-6)
     assert design.certificate.loss == pytest.approx(ref, rel=1e-3)
 
@@ -116,5 +116,5 @@ def test_high_orders_over_long_distances_certify_without_overflow():
     assert route(problem, "auto", gap_tol=1e-4)[0] == "transport cuts"
     d = dp.design(problem, quantize=53)
     assert d.certificate.ok and dp.verify(d.certificate).ok
-    assert d.result.method == "cuts" and d.result.status == "converged"
+    assert d.result.method == "transport cuts" and d.result.status == "converged"
     assert d.result.lower_bound <= d.certificate.loss
