@@ -1,29 +1,28 @@
-"""The optimizer's methods in one table, and the choice ``method = "auto"`` makes (no JAX).
+"""The optimizer's methods, its solvers, and the choice ``method = "auto"`` makes: one table.
 
 :data:`METHODS` names every value of ``optimizer.method`` with its meaning; the options' check and
-the config's schema read it. ``"auto"`` runs Kantorovich cuts (``"transport cuts"``) on
-Wasserstein constraints wherever they apply: on a 6×6 grid with Wasserstein DP between
-4-neighbour cells they converged in 1.9 s where Clarabel took 26 s and the lifted PDHG stopped
-at its step limit 22 % above the optimum after 138 s (``benchmarks/wdp_grid.py``). It runs
-column-and-cut generation (``"cuts"``,
-:func:`auto_cuts`) on f-divergence constraints between item laws from :data:`CUTS_FROM` table
-entries: measured against Clarabel side by side (``benchmarks/divergence_optimality.py --grid``,
-``benchmarks/RESULTS.md``), it converges at the default ``gap_tol`` where the smoothed dual
-stalled, is faster from 16×16 and finishes 24×24 and 32×32 grids Clarabel does not; at a loose
-``gap_tol`` (:data:`DUAL_GAP_TOL`, from :data:`DUAL_FROM` entries) the smoothed dual runs first
-there. On linear constraints between item laws only (DistP, profile edges) it runs column
-generation (``"cuts"`` with no cuts to make) from :data:`LINEAR_CUTS_FROM` table entries (after
-presolve), and where every constraint is a pure pair bound (local / extended DP) under the
-expected or worst-case loss, column generation over output columns (:mod:`._columns`) from
-:data:`COLUMNS_FROM`, and beside f-divergences from Clarabel's limit up to
-:data:`COLUMNS_BESIDE_TO`. Elsewhere
-it runs the exact reference solver (:func:`exact_solver`: HiGHS for a linear
-problem, Clarabel through cvxpy for Wasserstein constraints) where the size model predicts it is
-faster than diffpriv's own and fits in memory, and diffpriv's own solver otherwise, so that the
-default is never silently worse than the reference. Where divergence or Wasserstein constraints
-sit beside linear ones it first solves the linear relaxation (:func:`relaxes`, :mod:`._relaxed`),
-whose bound holds for the whole problem and whose repaired table is optimal where the divergences
-are slack.
+the config's schema read it. :data:`SOLVERS` names every run (:class:`._driver.Declared`: a run
+declares its name, labels and capabilities). :data:`AUTO` is ``"auto"``'s choice, an ordered table
+of :class:`Rule` rows (what the row is for, when it holds, the route it gives, what set its
+threshold); :func:`route` reads it, ``METHODS["auto"]`` (the CLI's help) and docs/algorithms.md
+are written from it. Its tests on a problem (:class:`Facts`) import the solver modules they ask
+(column generation's and the f-divergences' own tests), and with them JAX.
+
+In short: Kantorovich cuts (``"transport cuts"``) on Wasserstein constraints wherever they apply
+(on a 6×6 grid with Wasserstein DP between 4-neighbour cells they converged in 1.9 s where
+Clarabel took 26 s and the lifted PDHG stopped at its step limit 22 % above the optimum after
+138 s, ``benchmarks/wdp_grid.py``); cut generation (``"cuts"``, :func:`auto_cuts`) on
+f-divergences between item laws from :data:`CUTS_FROM` table entries (the smoothed dual first at
+a loose ``gap_tol``, :data:`DUAL_GAP_TOL`, from :data:`DUAL_FROM` entries); column generation on
+DistP from :data:`LINEAR_CUTS_FROM` entries, over output columns on pure pair bounds (local /
+extended DP) from :data:`COLUMNS_FROM` to :data:`COLUMNS_TO`, and beside f-divergences from
+Clarabel's limit up to :data:`COLUMNS_BESIDE_TO`; elsewhere the exact reference
+(:func:`exact_solver`: HiGHS for a linear problem, Clarabel through cvxpy otherwise) where the
+size model predicts it is faster and it fits in memory, and diffpriv's own solver otherwise, so
+that the default is never silently worse than the reference. Where divergence or Wasserstein
+constraints sit beside linear ones it first solves the linear relaxation (:func:`relaxes`,
+:mod:`._relaxed`), whose bound holds for the whole problem and whose repaired table is optimal
+where the divergences are slack.
 
 The prediction is a size threshold per problem class, calibrated on both run side by side at
 the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``benchmarks/RESULTS.md``):
@@ -61,23 +60,19 @@ the default settings (``python benchmarks/auto_method.py``, 2 CPU cores, ``bench
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib.util
 import math
+from collections.abc import Callable
 
 from diffpriv.problems._checks import SpecError
 
-__all__ = ["METHODS", "SOLVERS", "auto_cuts", "choose", "cuts_apply", "cuts_solver", "exact_solver",
+__all__ = ["AUTO", "METHODS", "SOLVERS", "Rule", "auto_table", "auto_cuts", "choose", "cuts_apply", "cuts_solver", "exact_solver",
            "first_order", "relaxes", "route", "run_of", "solver_class"]
 
 METHODS = {
-    "auto": "the linear relaxation first where divergence constraints sit beside linear ones; "
-            "'cuts' for f-divergence constraints (the smoothed dual first at gap_tol >= 1e-2), "
-            "for DistP from ~16x16 and for pure local / extended DP from ~10x10 (beside "
-            "f-divergences from ~8x8); "
-            "else the exact reference where it is predicted "
-            "faster and fits in memory (HiGHS, or Clarabel for Wasserstein constraints when cvxpy "
-            "is installed), else 'pdhg' (mirror-prox for approximate LDP / TV-DP from ~10x10 at "
-            "gap_tol >= 1e-2, ~13x13 at gap_tol >= 1e-3)",
+    "auto": "",  # from its table, :data:`AUTO` (below)
     "pdhg": "diffpriv's first-order solvers: restarted mirror PDHG (linear constraints; lifted "
             "to couplings for Wasserstein ones), the smoothed dual with L-BFGS (divergence "
             "DistP), mirror-prox (divergence DP between rows; DistP or approximate LDP beside), "
@@ -110,7 +105,8 @@ SOLVERS = {
     "relaxed": "diffpriv.solvers._relaxed:RelaxedRun",
 }
 """Every solver: its :class:`._driver.Run` (``module:class``, imported on use, so that this table
-loads no JAX). A new solver is its run class, a line here, and a case in :func:`route`."""
+loads no JAX). A new solver is its run class, a line here, and its row (or place in a row) of
+:data:`AUTO`."""
 
 MIXTURE_ENTRIES = 25_000_000
 PAIR_ENTRIES = 800_000
@@ -308,22 +304,6 @@ def _pairs_beside(problem) -> bool:
     return not problem.linear and cuts_solver(problem) == "columns"
 
 
-def _columns_beside(problem) -> tuple[str, ...]:
-    """``"auto"``'s solvers for pure pair bounds beside f-divergences (:func:`_pairs_beside`) once
-    Clarabel is past: mirror-prox, whose table is column generation's first rays; with an
-    f-divergence between item laws (which mirror-prox does not run) or
-    hockey-stick bounds (δ > 0) among them, column generation alone, cold (10×10 KL-DP grid with
-    geo-indistinguishability and (ε, δ)-DistP, seed 1: 91 rounds and 377 s from mirror-prox's
-    table, 121 rounds and 234 s cold, each beside another run)."""
-    from diffpriv.problems._blocks import MixtureBlock
-
-    if any(b.divergence == "hockey_stick" for b in problem.blocks()):
-        return ("columns",)
-    if any(isinstance(b, MixtureBlock) and not b.linear for b in problem.blocks()):
-        return ("columns",)  # mirror-prox does not run an f-divergence between item laws
-    return ("mirror", "columns")
-
-
 def _row_pairs(problem) -> bool:
     """Whether a divergence bounds pairs of table rows (divergence DP, profile edges): there
     ``"auto"`` keeps the other solvers (:func:`._cuts.applies` says why)."""
@@ -336,42 +316,6 @@ def auto_cuts(problem) -> bool:
     """Whether ``"auto"`` takes column-and-cut generation as diffpriv's solver for ``problem``:
     f-divergences between item laws (not row pairs)."""
     return cuts_apply(problem) and not _row_pairs(problem)
-
-
-def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> str:
-    """The method that runs: ``method`` itself, or for ``"auto"`` ``"cuts"`` (Wasserstein
-    constraints where Kantorovich cuts apply; f-divergence constraints on item laws, from
-    :data:`CUTS_FROM` table entries or without cvxpy),
-    ``"exact"`` or ``"pdhg"`` (always ``"pdhg"`` for a warm start, which continues a first-order
-    run)."""
-    if method != "auto":
-        return method
-    if warm:
-        return "pdhg"
-    solver = cuts_solver(problem)
-    size = math.prod(problem.shape)
-    if solver == "transport cuts":  # 6x6 WDP grid: 1.9 s, Clarabel 26 s, PDHG 138+ s
-        return "cuts"
-    if problem.linear and solver == "cuts":  # column generation (DistP)
-        return "exact" if size < LINEAR_CUTS_FROM and exact_solver(problem, gap_tol) else "cuts"
-    if _pairs_beside(problem):  # pair bounds beside f-divergences
-        if exact_solver(problem, gap_tol):
-            return "exact"
-        return "cuts" if size <= COLUMNS_BESIDE_TO else "pdhg"
-    if solver == "columns":  # output columns (pure pair bounds)
-        from diffpriv.solvers._columns import balanced
-
-        if size < COLUMNS_FROM and exact_solver(problem, gap_tol):
-            return "exact"
-        if size <= COLUMNS_TO and balanced(problem):
-            return "cuts"
-        return "exact" if exact_solver(problem, gap_tol) else "pdhg"
-    if auto_cuts(problem):
-        ns, nx, ny = problem.shape
-        entries = problem.objective.epigraph == "entries"  # cuts: 89-371 s on 10x10, Clarabel 1-2 s
-        fits = exact_solver(problem, gap_tol) == "clarabel"
-        return "exact" if fits and (entries or ns * nx * ny <= CUTS_FROM) else "cuts"
-    return "exact" if exact_solver(problem, gap_tol) else "pdhg"
 
 
 def _dual_first(problem, own: str, gap_tol: float) -> bool:
@@ -403,16 +347,172 @@ def relaxes(problem, gap_tol: float = 1e-4) -> bool:
     return chosen == "cuts" or (chosen == "exact" and exact_solver(problem, gap_tol) is not None)
 
 
+class Facts:
+    """What ``"auto"``'s table asks of one problem at one ``gap_tol``, each computed once, when a
+    row first asks (some load JAX: the f-divergence tests of a nonlinear problem)."""
+
+    def __init__(self, problem, gap_tol: float, warm: bool):
+        self.problem, self.gap_tol, self.warm = problem, gap_tol, warm
+        self.linear = problem.linear
+        self.size = math.prod(problem.shape)
+
+    @functools.cached_property
+    def solver(self) -> str | None:
+        """:func:`cuts_solver`: ``"cuts"``, ``"columns"``, ``"transport cuts"`` or ``None``."""
+        return cuts_solver(self.problem)
+
+    @functools.cached_property
+    def exact(self) -> str | None:
+        """:func:`exact_solver`: the exact reference that fits and is predicted faster, or None."""
+        return exact_solver(self.problem, self.gap_tol)
+
+    @property
+    def pairs_beside(self) -> bool:
+        """Pure pair bounds beside f-divergences (:func:`_pairs_beside`)."""
+        return not self.linear and self.solver == "columns"
+
+    @property
+    def columns_alone(self) -> bool:
+        """Beside them an f-divergence between item laws (which mirror-prox does not run) or a
+        hockey-stick bound (δ > 0): column generation runs alone, cold."""
+        from diffpriv.problems._blocks import MixtureBlock
+
+        return any(b.divergence == "hockey_stick" or (isinstance(b, MixtureBlock) and not b.linear)
+                   for b in self.problem.blocks())
+
+    @property
+    def balanced(self) -> bool:
+        from diffpriv.solvers._columns import balanced
+
+        return balanced(self.problem)
+
+    @property
+    def item_cuts(self) -> bool:
+        """f-divergences between item laws, no divergence between rows (:func:`auto_cuts`)."""
+        return auto_cuts(self.problem)
+
+    @property
+    def clarabel_first(self) -> bool:
+        """Clarabel fits, and the problem is small (:data:`CUTS_FROM`) or under the largest-entry
+        objective (cut generation took 89–371 s on 10×10 grids where Clarabel took 0.7–2.3 s)."""
+        entries = self.problem.objective.epigraph == "entries"
+        return self.exact == "clarabel" and (entries or self.size <= CUTS_FROM)
+
+    @property
+    def dual_first(self) -> bool:
+        return _dual_first(self.problem, first_order(self.problem), self.gap_tol)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One row of ``"auto"``'s table (:data:`AUTO`): the first row whose ``when`` holds gives the
+    route ``runs`` (keys of :data:`SOLVERS`, and three words resolved per problem: ``"own"``,
+    diffpriv's own solver under ``"auto"`` (:func:`_own`: mirror-prox where :func:`mirror_runs`,
+    else :func:`first_order`); ``"first order"``, :func:`first_order`; ``"exact?"``, the exact
+    reference where it fits (:func:`exact_solver`), else nothing). ``method`` is the method the
+    row stands for (:func:`choose`: ``"exact"``, ``"cuts"`` or ``"pdhg"``); ``case`` says what the
+    row is for, ``measured`` what set its threshold (the constants' own docstrings hold the
+    figures)."""
+
+    case: str
+    when: Callable[[Facts], bool]
+    runs: tuple[str, ...]
+    method: str
+    measured: str = ""
+
+    def resolve(self, facts: Facts) -> tuple[str, ...]:
+        words = {"own": (_own(facts.problem, "auto", facts.gap_tol),),
+                 "first order": (first_order(facts.problem),),
+                 "exact?": ("exact",) if facts.exact else ()}
+        return tuple(name for word in self.runs for name in words.get(word, (word,)))
+
+
+AUTO = (
+    Rule("a warm start continues a first-order run", lambda f: f.warm, ("own",), "pdhg"),
+    Rule("Wasserstein constraints where Kantorovich cuts apply", lambda f: f.solver == "transport cuts",
+         ("transport cuts", "first order"), "cuts",
+         "6×6 WDP grid: 1.9 s, Clarabel 26 s, the lifted PDHG 138 s (benchmarks/wdp_grid.py)"),
+    Rule("DistP (linear bounds between item laws) below LINEAR_CUTS_FROM entries: HiGHS",
+         lambda f: f.linear and f.solver == "cuts" and f.size < LINEAR_CUTS_FROM and f.exact is not None,
+         ("exact", "cuts", "own"), "exact", "LINEAR_CUTS_FROM: benchmarks/scaling.py"),
+    Rule("DistP: column generation", lambda f: f.linear and f.solver == "cuts",
+         ("cuts", "first order"), "cuts", "LINEAR_CUTS_FROM: benchmarks/scaling.py"),
+    Rule("pure pair bounds beside f-divergences with (ε, δ) or item-law divergences, where Clarabel fits",
+         lambda f: f.pairs_beside and f.exact is not None and f.columns_alone, ("exact", "columns"), "exact",
+         "CONVEX_VARIABLES_MIRROR"),
+    Rule("pure pair bounds beside f-divergences, where Clarabel fits",
+         lambda f: f.pairs_beside and f.exact is not None, ("exact", "mirror", "columns"), "exact",
+         "CONVEX_VARIABLES_MIRROR"),
+    Rule("pure pair bounds beside f-divergences with (ε, δ) or item-law divergences, up to COLUMNS_BESIDE_TO",
+         lambda f: f.pairs_beside and f.size <= COLUMNS_BESIDE_TO and f.columns_alone, ("columns",), "cuts",
+         "10×10 KL-DP grid with geo-indistinguishability and (ε, δ)-DistP, seed 1: 91 rounds and 377 s "
+         "from mirror-prox's table, 121 rounds and 234 s cold (benchmarks/divergence_optimality.py --grid 10 "
+         "--beside geo)"),
+    Rule("pure pair bounds beside f-divergences, up to COLUMNS_BESIDE_TO: mirror-prox, then column "
+         "generation from its table", lambda f: f.pairs_beside and f.size <= COLUMNS_BESIDE_TO,
+         ("mirror", "columns"), "cuts", "COLUMNS_BESIDE_TO"),
+    Rule("pure pair bounds beside f-divergences, larger", lambda f: f.pairs_beside, ("own",), "pdhg",
+         "COLUMNS_BESIDE_TO"),
+    Rule("pure local / extended DP below COLUMNS_FROM entries: HiGHS",
+         lambda f: f.solver == "columns" and f.size < COLUMNS_FROM and f.exact is not None,
+         ("exact", "columns", "own"), "exact", "COLUMNS_FROM: benchmarks/columns.py"),
+    Rule("pure local / extended DP up to COLUMNS_TO entries, rows balanced: column generation",
+         lambda f: f.solver == "columns" and f.size <= COLUMNS_TO and f.balanced,
+         ("columns", "exact?", "first order"), "cuts", "COLUMNS_TO: benchmarks/scaling.py --geo"),
+    Rule("pure local / extended DP, where HiGHS fits", lambda f: f.solver == "columns" and f.exact is not None,
+         ("exact", "columns", "own"), "exact", "PAIR_ENTRIES"),
+    Rule("pure local / extended DP, larger", lambda f: f.solver == "columns", ("own",), "pdhg"),
+    Rule("f-divergences between item laws where Clarabel fits, below CUTS_FROM (any size under the "
+         "largest-entry objective)", lambda f: f.item_cuts and f.clarabel_first, ("exact", "cuts", "own"),
+         "exact", "CUTS_FROM: benchmarks/divergence_optimality.py --grid"),
+    Rule("f-divergences between item laws at gap_tol >= DUAL_GAP_TOL from DUAL_FROM entries: the "
+         "smoothed dual, then cut generation", lambda f: f.item_cuts and f.dual_first, ("dual", "cuts"),
+         "cuts", "DUAL_GAP_TOL, DUAL_FROM: benchmarks/divergence_optimality.py --grid 32 --gap-tol 1e-2"),
+    Rule("f-divergences between item laws: cut generation", lambda f: f.item_cuts, ("cuts", "first order"),
+         "cuts", "CUTS_FROM"),
+    Rule("elsewhere, where the exact reference fits and is predicted faster",
+         lambda f: f.exact is not None, ("exact", "own"), "exact",
+         "MIXTURE_ENTRIES, PAIR_ENTRIES, HOCKEY_PAIR_ENTRIES, CONVEX_VARIABLES*: benchmarks/auto_method.py"),
+    Rule("elsewhere: diffpriv's own solver", lambda f: True, ("own",), "pdhg"),
+)
+"""``"auto"``'s choice, in order: the first row that holds gives the route (:func:`route` puts
+the linear relaxation first where :func:`relaxes`). Each threshold is a constant of this module
+whose docstring holds the figures that set it."""
+
+
+def auto_table() -> str:
+    """:data:`AUTO` as a Markdown table (docs/algorithms.md holds it, and a test keeps the two the
+    same)."""
+    lines = ["| # | where | runs, in order | method | threshold set by |", "|---:|---|---|---|---|"]
+    lines += [f"| {i} | {r.case} | {' → '.join(f'`{n}`' for n in r.runs)} | `{r.method}` | {r.measured} |"
+              for i, r in enumerate(AUTO, 1)]
+    return "\n".join(lines)
+
+
+METHODS["auto"] = ("the linear relaxation first where divergence or Wasserstein constraints sit beside "
+                   "linear ones and it is cheap; then the first of these that holds: "
+                   + "; ".join(r.case for r in AUTO) + " ('own': mirror-prox or the first-order solver; "
+                   "'exact?': the exact reference where it fits)")
+
+
+def _rule(problem, gap_tol: float, warm: bool) -> tuple[Rule, Facts]:
+    facts = Facts(problem, gap_tol, warm)
+    return next(rule for rule in AUTO if rule.when(facts)), facts
+
+
+def choose(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> str:
+    """The method that runs: ``method`` itself, or for ``"auto"`` the method of its row of
+    :data:`AUTO` (``"exact"``, ``"cuts"`` or ``"pdhg"``)."""
+    return method if method != "auto" else _rule(problem, gap_tol, warm)[0].method
+
+
 def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) -> tuple[str, ...]:
     """The solvers (keys of :data:`SOLVERS`) to run ``problem`` with under ``optimizer.method``,
-    in order: the first that does not fail (nor, for a run that :attr:`~._driver.Declared.hands_over`, stop short of converging)
-    runs it. An explicit method names one solver (raising ``ValueError`` where ``"cuts"`` does
-    not apply); ``"auto"`` (:func:`choose`) falls back from the exact reference to ``"cuts"``
-    (where :func:`auto_cuts`) and to the first-order solver, and from ``"cuts"`` to the
-    first-order solver; where ``"cuts"`` would run f-divergences at ``gap_tol ≥``
-    :data:`DUAL_GAP_TOL` from :data:`DUAL_FROM` entries and the smoothed dual applies, the dual
-    runs first and ``"cuts"`` takes over. Where :func:`relaxes`, ``"auto"`` runs the linear
-    relaxation (``"relaxed"``) before all of these."""
+    in order: the first that does not fail (nor, for a run that
+    :attr:`~._driver.Declared.hands_over`, stop short of converging) runs it. An explicit method
+    names one solver (a one-line ``SpecError`` where ``"cuts"`` or ``"mirror"`` does not apply);
+    ``"auto"`` takes the route of its row of :data:`AUTO`, after the linear relaxation
+    (``"relaxed"``) where :func:`relaxes`."""
     names = _route(problem, method, gap_tol=gap_tol, warm=warm)
     if method == "auto" and not warm and relaxes(problem, gap_tol):
         return ("relaxed", *names)
@@ -420,9 +520,12 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
 
 
 def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ...]:
-    """:func:`route` before the relaxation."""
-    chosen = choose(problem, method, gap_tol=gap_tol, warm=warm)
-    if chosen == "cuts":
+    """:func:`route` before the relaxation: ``"auto"``'s row of :data:`AUTO`, or the one solver
+    of an explicit method."""
+    if method == "auto":
+        rule, facts = _rule(problem, gap_tol, warm)
+        return rule.resolve(facts)
+    if method == "cuts":
         solver = cuts_solver(problem)
         if solver is None:
             raise SpecError("optimizer.method: 'cuts' needs f-divergence constraints (KL, "
@@ -430,17 +533,10 @@ def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ..
                              "ones between item laws only (DistP), or pure local / extended DP only "
                              "under the expected or worst-case loss, and an objective other than "
                              "the transport loss")
-        if method != "auto":
-            return (solver,)
-        own = first_order(problem)
-        if _pairs_beside(problem):
-            return _columns_beside(problem)
-        if solver == "columns":  # handed over after its rounds: HiGHS where it fits, then PDHG
-            return ("columns", *(("exact",) if exact_solver(problem, gap_tol) else ()), own)
-        return ("dual", "cuts") if solver == "cuts" and _dual_first(problem, own, gap_tol) else (solver, own)
-    if chosen in ("pdhg", "al"):
+        return (solver,)
+    if method in ("pdhg", "al"):
         return (_own(problem, method, gap_tol),)
-    if chosen == "mirror":
+    if method == "mirror":
         from diffpriv.solvers import _mirror
 
         if not _mirror.applies(problem, _kinds(problem)):
@@ -449,12 +545,7 @@ def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ..
                              "ones between item laws only beside them (DistP), and an objective "
                              "other than the transport loss")
         return ("mirror",)
-    if method != "auto":
-        return (chosen,)
-    if chosen == "exact" and _pairs_beside(problem):
-        return ("exact", *_columns_beside(problem))
-    rest = (cuts_solver(problem),) if chosen == "exact" and auto_cuts(problem) else ()
-    return (chosen, *rest, _own(problem, method, gap_tol))
+    return (method,)
 
 
 def solver_class(name: str):

@@ -62,12 +62,10 @@ SOLVER_ERRORS = (ReferenceSolveError, ConvexSolveError, CutsSolveError)
 
 @dataclasses.dataclass(frozen=True)
 class Optimizer(Options):
-    """The exact reference where it is predicted faster (``method="auto"``, the default;
-    ``"exact"`` always), restarted mirror PDHG on softmax logits (``method="pdhg"``), or the
-    augmented Lagrangian with Adam (``method="al"``, ``steps`` split into phases of ``period``
-    steps each followed by a multiplier update). The settings are those of
+    """The optimizer: the route of solvers that ``method`` names (:func:`._methods.route`; for
+    ``"auto"``, the default, the row of :data:`._methods.AUTO` that holds), each run by
+    :func:`._driver.drive` with what it declares it takes. The settings are those of
     :class:`diffpriv.solvers._options.Options` (one declaration, which the config reads too).
-    Which solver runs is :func:`._methods.route`'s choice; :func:`._driver.drive` runs it.
 
     PDHG stops on the device once the restart iterate's relative gap to its certified lower
     bound is at most ``gap_tol`` and its violation at most ``viol_factor · gap_tol`` (or infeasibility is
