@@ -29,9 +29,10 @@ import numpy as np
 import diffpriv as dp
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "tests"))
-from _problems import geo_problem  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))  # the tests' shared builders
 from scaling import grid_problem  # noqa: E402
+
+from tests._problems import geo_problem  # noqa: E402
 
 
 def _best_of(f, k: int = 3):

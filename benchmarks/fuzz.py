@@ -18,12 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' shared config drawer
 
-from _fuzz import config, run  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from diffpriv.cli import app  # noqa: E402
+from tests._fuzz import config, run  # noqa: E402
 
 
 def main() -> int:

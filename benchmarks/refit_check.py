@@ -132,7 +132,8 @@ def compare(before: dict[str, dict], after: dict[str, dict]) -> list[str]:
                 problems.append(f"{name}: {key} {new[key]!r}, before {old[key]!r}")
         if old["table"] is None:  # a large table: its digest, bit for bit
             if old["sha256"] != _digest(new["table"]):
-                problems.append(f"{name}: the table of shape {new['table'].shape} is not the same, bit for bit")
+                shape = new["table"].shape
+                problems.append(f"{name}: the table of shape {shape} is not the same, bit for bit")
         elif old["table"].shape != new["table"].shape:
             problems.append(f"{name}: table of shape {new['table'].shape}, before {old['table'].shape}")
         elif (diff := float(np.max(np.abs(old["table"] - new["table"]), initial=0.0))) > TOLERANCE:

@@ -1,9 +1,7 @@
 """Strict test settings: float64 everywhere, warnings are errors (pyproject), a PRNG key fixture."""
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(__file__))  # the shared helpers (_configs, _transport_lp) from any folder
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ["DIFFPRIV_COMPILE_CACHE"] = "off"  # the CLI's cache stays out of the tests (one turns it on)

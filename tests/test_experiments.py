@@ -6,10 +6,10 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-from _configs import experiment
 
 import diffpriv as dp
 from diffpriv.mechanisms import categorical_chain_problem, categorical_chain_report
+from tests._configs import experiment
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -14,12 +14,12 @@ as a slow test (``python benchmarks/fuzz.py --n 2000`` prints the tally).
 
 import numpy as np
 import pytest
-from _fuzz import config, run
 from typer.testing import CliRunner
 
 import diffpriv as dp
 from diffpriv.cli import app
 from diffpriv.problems import SizeError, SpecError
+from tests._fuzz import config, run
 
 pytest.importorskip("cvxpy")
 

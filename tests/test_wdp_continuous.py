@@ -7,7 +7,8 @@ import math
 import pathlib
 
 import pytest
-from _configs import experiment
+
+from tests._configs import experiment
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -42,7 +42,8 @@ _METHOD_TEXT = {
     "highs": "highs: the exact LP (HiGHS)",
     "clarabel": "clarabel: the exact conic program (cvxpy, Clarabel)",
     "relaxation (highs)": "relaxation (highs): the linear constraints alone (HiGHS), repaired",
-    "relaxation (columns)": "relaxation (columns): the linear constraints alone (column generation), repaired",
+    "relaxation (columns)": ("relaxation (columns): the linear constraints alone (column generation), "
+                             "repaired"),
 }
 """The ``method`` row: the solver that ran (:attr:`~diffpriv.solvers.OptimizeResult.method`)."""
 

@@ -234,6 +234,11 @@ def budgets(blocks: tuple[Block, ...]) -> Budgets:
     )
 
 
+def divergence_kinds(blocks: tuple[Block, ...]) -> tuple[tuple[str, float | None], ...]:
+    """The nonlinear divergences ``(name, α)`` of ``blocks``, each once, in order."""
+    return tuple(dict.fromkeys((b.divergence, b.alpha) for b in blocks if not b.linear))
+
+
 def row_divergences(blocks: tuple[Block, ...]) -> bool:
     """Whether ``blocks`` bound scalar divergences between pairs of rows beside linear bounds
     between item laws only: at least one :class:`PairBlock` in a divergence (not Wasserstein, not

@@ -227,6 +227,10 @@ class ColumnsRun(Declared):
     takes_start = takes_floor = hands_over = True
     warm_starts = False
 
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        return applies(problem)
+
     def __init__(self, opt, problem: Problem, seed: int, *, start: np.ndarray | None = None,
                  floor: float = -np.inf):
 

@@ -44,6 +44,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse
 
+from diffpriv.problems._blocks import divergence_kinds
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._coarse import coarse_start
 from diffpriv.solvers._cut_lp import CutsSolveError, HighsModel, new_columns, start_support
@@ -463,6 +464,10 @@ class CutsRun(Declared):
 
     name, labels = "cuts", ("cuts",)
     warm_starts = False
+
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        return applies(problem, divergence_kinds(problem.blocks()))
 
     def __init__(self, opt, problem: Problem, seed: int):
         from diffpriv.solvers._linear import smallest_objective

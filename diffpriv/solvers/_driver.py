@@ -36,8 +36,8 @@ import numpy as np
 from diffpriv._gap import relative_gap
 from diffpriv.solvers._x64 import require
 
-__all__ = ["Chunk", "Declared", "OptimizeResult", "Outcome", "Run", "Status", "check_finite", "compile_seconds", "drive",
-           "make_result", "relative_gap"]
+__all__ = ["Chunk", "Declared", "OptimizeResult", "Outcome", "Run", "Status", "check_finite",
+           "compile_seconds", "drive", "make_result", "relative_gap"]
 
 
 class Status(enum.StrEnum):
@@ -269,6 +269,11 @@ class Declared:
     continuing a run whose repair cost more than the gap allows)."""
     budgets: ClassVar[bool] = False
     """Runs one budget after another of a batch (``budget_scale=``, ``init=`` the previous state)."""
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        """Whether the run runs ``problem`` at all (``"auto"``'s table says when it should)."""
+        raise NotImplementedError
+
     batch: ClassVar[Callable | None] = None
     """Or solves a batch of budgets at once: ``batch(opt, problem, scales, seed) → (tables,
     bounds)`` (:func:`._optimizer.solve_batch`)."""

@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from diffpriv.problems._blocks import divergence_kinds
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 from diffpriv.solvers._lbfgs import lbfgs_scan
@@ -381,6 +382,10 @@ class DualRun(Declared):
     name, labels = "dual", ("dual",)
     hands_over = budgets = True
     lean = False
+
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        return not problem.linear and applies(problem, divergence_kinds(problem.blocks()))
 
     def __init__(self, opt, problem: Problem, seed: int, *, budget_scale: float = 1.0,
                  init: dict | None = None):

@@ -16,6 +16,7 @@ is faster than diffpriv's own solver.
 
 from __future__ import annotations
 
+import importlib.util
 import time
 
 import numpy as np
@@ -37,6 +38,13 @@ class ExactRun(Declared):
     name, labels = "exact", ("highs", "clarabel")
     takes_basis = takes_deadline = resumable = True
     warm_starts = False
+
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        from diffpriv.problems._objectives import LINEAR
+
+        return isinstance(problem.objective, LINEAR) and (
+            problem.linear or importlib.util.find_spec("cvxpy") is not None)
 
     total = 1
 

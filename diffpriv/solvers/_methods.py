@@ -68,8 +68,8 @@ from collections.abc import Callable
 
 from diffpriv.problems._checks import SpecError
 
-__all__ = ["AUTO", "METHODS", "SOLVERS", "Rule", "auto_table", "auto_cuts", "choose", "cuts_apply", "cuts_solver", "exact_solver",
-           "first_order", "relaxes", "route", "run_of", "solver_class"]
+__all__ = ["AUTO", "METHODS", "SOLVERS", "Rule", "auto_table", "auto_cuts", "choose", "cuts_apply",
+           "cuts_solver", "exact_solver", "first_order", "relaxes", "route", "run_of", "solver_class"]
 
 METHODS = {
     "auto": "",  # from its table, :data:`AUTO` (below)
@@ -174,7 +174,8 @@ grid took over 2 minutes for its second round."""
 DUAL_GAP_TOL = 1e-2
 """From this ``gap_tol`` up, ``"auto"`` runs the smoothed dual before ``"cuts"`` where both apply
 and Clarabel does not run (:func:`route`), with ``"cuts"`` taking over when the dual does not
-converge (:attr:`._driver.Declared.hands_over`). DistP on 32×32 Gaussian-mixture grids at the tightest budgets, at
+converge (:attr:`._driver.Declared.hands_over`). DistP on 32×32 Gaussian-mixture grids at the
+tightest budgets, at
 ``gap_tol = 10⁻²``: the dual converged in 14–35 s where ``"cuts"`` took 408–589 s (χ²,
 Hellinger, Rényi 2; ``benchmarks/divergence_optimality.py --grid 32 --gap-tol 1e-2``). At
 ``10⁻⁴`` the dual stalls (16×16 KL: 6.6·10⁻⁴ after 16,000 steps) and ``"cuts"`` runs alone."""
@@ -185,7 +186,9 @@ took 2–35 s and ``"cuts"`` 3.5–589 s), not between 12×12 and 24×24, which 
 
 def _kinds(problem) -> tuple[tuple[str, float], ...]:
     """The problem's nonlinear divergences ``(name, α)``, each once, in order."""
-    return tuple(dict.fromkeys((b.divergence, b.alpha) for b in problem.blocks() if not b.linear))
+    from diffpriv.problems._blocks import divergence_kinds
+
+    return divergence_kinds(problem.blocks())
 
 
 def first_order(problem, method: str = "pdhg") -> str:
@@ -459,7 +462,8 @@ AUTO = (
     Rule("pure local / extended DP up to COLUMNS_TO entries, rows balanced: column generation",
          lambda f: f.solver == "columns" and f.size <= COLUMNS_TO and f.balanced,
          ("columns", "exact?", "first order"), "cuts", "COLUMNS_TO: benchmarks/scaling.py --geo"),
-    Rule("pure local / extended DP, where HiGHS fits", lambda f: f.solver == "columns" and f.exact is not None,
+    Rule("pure local / extended DP, where HiGHS fits",
+         lambda f: f.solver == "columns" and f.exact is not None,
          ("exact", "columns", "own"), "exact", "PAIR_ENTRIES"),
     Rule("pure local / extended DP, larger", lambda f: f.solver == "columns", ("own",), "pdhg"),
     Rule("f-divergences between item laws where Clarabel fits, below CUTS_FROM (any size under the "

@@ -83,7 +83,7 @@ import jax.numpy as jnp
 import jax.scipy.special
 import numpy as np
 
-from diffpriv.problems._blocks import row_divergences
+from diffpriv.problems._blocks import divergence_kinds, row_divergences
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._divergence import (
     SCALE_FLOOR,
@@ -621,6 +621,10 @@ class MirrorRun(Declared):
     name, labels = "mirror", ("mirror",)
     takes_floor = hands_over = budgets = True
     warm_starts = False
+
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        return applies(problem, divergence_kinds(problem.blocks()))
 
     def __init__(self, opt, problem: Problem, seed: int, *, budget_scale: float = 1.0, init=None,
                  floor: float = -np.inf):

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from diffpriv.problems._blocks import divergence_kinds
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._al import al_init, al_output, al_run
 from diffpriv.solvers._divergence import (
@@ -123,6 +124,13 @@ class ALRun(Declared):
 
     name, labels = "al", ("al",)
     lean = False
+
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        from diffpriv.solvers import _transport_pdhg
+
+        kinds = divergence_kinds(problem.blocks())
+        return not problem.linear and not _transport_pdhg.applies(problem, kinds)
 
     def __init__(self, opt, problem: Problem, seed: int):
         self.opt, self.problem = opt, problem

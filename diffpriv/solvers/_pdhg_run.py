@@ -83,6 +83,10 @@ class PDHGRun(Declared):
     name, labels = "pdhg", ("pdhg",)
     takes_init = resumable = True
 
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        return problem.linear
+
     def __init__(self, opt, problem: Problem, seed: int, init=None):
         self.opt, self.problem = opt, problem
         self.lean = solver_plan(problem) == "lean"
@@ -192,6 +196,10 @@ class LinearALRun(Declared):
     name, labels = "linear al", ("linear al",)
     warm_starts = lean = False
     too_large = "optimizer.method: 'al' needs more memory than this problem leaves; use 'pdhg'"
+
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        return problem.linear
 
     def __init__(self, opt, problem: Problem, seed: int):
         self.opt, self.problem, self.seed = opt, problem, seed

@@ -72,6 +72,10 @@ class RelaxedRun(Declared):
     name, labels = "relaxed", ("relaxation (highs)", "relaxation (columns)")
     takes_progress = hands_over = relaxation = True
 
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        return relaxation(problem) is not None
+
     total = 1
 
     def __init__(self, opt, problem: Problem, seed: int, *, progress=None):

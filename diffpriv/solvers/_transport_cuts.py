@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse
 
+from diffpriv.problems._blocks import divergence_kinds
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._cut_lp import CutsSolveError, HighsModel, new_columns, start_support
 from diffpriv.solvers._divergence import block_weights
@@ -253,6 +254,10 @@ class TransportCutsRun(Declared):
 
     name, labels = "transport cuts", ("transport cuts",)
     warm_starts = False
+
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        return applies(problem, divergence_kinds(problem.blocks()))
 
     def __init__(self, opt, problem: Problem, seed: int):
         from diffpriv.solvers._linear import smallest_objective

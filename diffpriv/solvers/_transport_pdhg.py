@@ -58,6 +58,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from diffpriv.problems._blocks import divergence_kinds
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._divergence import DivergenceData, coupling_dual, divergence_data, divergence_violation
 from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, check_finite
@@ -384,6 +385,10 @@ class TransportRun(Declared):
 
     name, labels = "transport pdhg", ("transport pdhg",)
     lean = False
+
+    @classmethod
+    def accepts(cls, problem) -> bool:
+        return not problem.linear and applies(problem, divergence_kinds(problem.blocks()))
 
     def __init__(self, opt, problem: Problem, seed: int):
         self.opt, self.problem = opt, problem

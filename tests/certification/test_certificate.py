@@ -7,7 +7,6 @@ import os
 
 import numpy as np
 import pytest
-from _problems import ldp_problem
 
 import diffpriv as dp
 from diffpriv.certification import (
@@ -19,6 +18,7 @@ from diffpriv.certification import (
     verify,
 )
 from diffpriv.certification._schema import CertificateFormatError, check_certificate
+from tests._problems import ldp_problem
 
 
 def rr_table(k: int, eps: float) -> np.ndarray:

@@ -4,12 +4,12 @@ table they build, the constraints' indices, the repair's strategy."""
 import json
 
 import numpy as np
-from _problems import ldp_problem
 from typer.testing import CliRunner
 
 import diffpriv as dp
 from diffpriv.cli import app
 from diffpriv.mechanisms import check_parameters
+from tests._problems import ldp_problem
 
 TOML = """\
 [inputs]

@@ -8,7 +8,6 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from _problems import geo_problem
 
 import diffpriv as dp
 from diffpriv.certification import (
@@ -23,6 +22,7 @@ from diffpriv.certification import (
     tight_epsilon,
 )
 from diffpriv.problems._blocks import budgets
+from tests._problems import geo_problem
 
 WHOLE = 2**62  # one chunk per block
 

@@ -7,7 +7,6 @@ import re
 import time
 import tracemalloc
 
-import _problems
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -18,6 +17,7 @@ from diffpriv.certification._cost import stages
 from diffpriv.cli import app
 from diffpriv.measures import _transport
 from diffpriv.problems import SizeError, problem_hash, problem_to_dict
+from tests import _problems
 
 
 def line_problem(nx, ny, constraint, items=()):
@@ -241,7 +241,7 @@ def test_a_metric_that_is_not_one_still_fails_after_the_admission(tmp_path):
 
 
 def test_certify_with_its_config_holds_and_with_another_budget_names_the_field(tmp_path):
-    from _configs import BASE_TOML
+    from tests._configs import BASE_TOML
 
     config = tmp_path / "config.toml"
     config.write_text(BASE_TOML)

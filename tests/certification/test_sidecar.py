@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _configs import grid_toml
 from typer.testing import CliRunner
 
 import diffpriv as dp
@@ -26,6 +25,7 @@ from diffpriv.certification._summary import ConstraintLevel
 from diffpriv.cli import app
 from diffpriv.problems import SizeError
 from diffpriv.problems import _json as problem_json
+from tests._configs import grid_toml
 
 LIMIT = 8  # entries: the table (72), loss (36), prior (12), coords (12) go to the arrays file
 

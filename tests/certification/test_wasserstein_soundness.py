@@ -11,7 +11,6 @@ import itertools
 import math
 from fractions import Fraction
 
-import _problems
 import numpy as np
 import pytest
 
@@ -20,6 +19,7 @@ from diffpriv.certification._exact_transport import exact_coupling, wasserstein_
 from diffpriv.certification._levels import wasserstein_level
 from diffpriv.measures import _transport as tr
 from diffpriv.problems._divergence_families import transport_lower_bound
+from tests import _problems
 
 ORDERS = (1, 2, 3, 7, 100, 1000)
 SCALES = (1e-300, 1e-150, 1e-20, 0.003, 1.0, 37.0, 1e20, 1e150, 1e299)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _configs import BASE_TOML
 from typer.testing import CliRunner
 
 from diffpriv.cli import app
+from tests._configs import BASE_TOML
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,10 +9,10 @@ import subprocess
 import sys
 
 import pytest
-from _configs import BASE_TOML
-from test_cli import _config, _error_line
 
 from diffpriv.cli import app
+from tests._configs import BASE_TOML
+from tests.cli.test_cli import _config, _error_line
 
 LDP_TOML = BASE_TOML + '\n[[constraints]]\nkind = "ldp"\nepsilon = 1.0\n'
 

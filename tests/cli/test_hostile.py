@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _configs import BASE_TOML, grid_toml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -30,6 +29,7 @@ from diffpriv.config._build import MAX_PAIRS
 from diffpriv.config._distributions import MAX_POINTS_FILE_BYTES, MAX_POINTS_LINE
 from diffpriv.config._toml import MAX_CONFIG_BYTES
 from diffpriv.problems import SizeError
+from tests._configs import BASE_TOML, grid_toml
 
 GRID_TOML = grid_toml(3, 3, (1.0, 1.0))
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _configs import BASE_TOML
 
 import diffpriv as dp
 from diffpriv._sweep import budget_grid, constraint_index
@@ -18,6 +17,7 @@ from diffpriv.cli import app
 from diffpriv.cli._sweep import parse_budget
 from diffpriv.problems._known import k_rr_problem
 from diffpriv.solvers._lp import solve_lp
+from tests._configs import BASE_TOML
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from _problems import ldp_problem
 from scipy.stats import chisquare
 from typer.testing import CliRunner
 
@@ -14,6 +13,7 @@ import diffpriv as dp
 from diffpriv.certification import dyadic_counts, quantize
 from diffpriv.cli import app
 from diffpriv.deploy import Sampler, SamplerError, audit
+from tests._problems import ldp_problem
 
 
 def seeded(seed):

@@ -9,13 +9,13 @@ import math
 import numpy as np
 import pytest
 import scipy.special
-from _problems import ITEMS_IN, ITEMS_OUT, three_items_problem
-from _transport_lp import transport_lp
 
 import diffpriv as dp
 from diffpriv.config import ConfigError
 from diffpriv.measures import _transport
 from diffpriv.problems import SpecError, problem_from_dict, problem_hash, problem_to_dict
+from tests._problems import ITEMS_IN, ITEMS_OUT, three_items_problem
+from tests._transport_lp import transport_lp
 
 
 def random_table(seed=0, concentration=1.0):

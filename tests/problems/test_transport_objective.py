@@ -11,12 +11,12 @@ import math
 import numpy as np
 import pytest
 import scipy.optimize
-from _comparisons import dense_comparisons, worst_violation
-from _configs import BASE_TOML
 
 import diffpriv as dp
 from diffpriv.config import ConfigError, config_from_dict, load_config
 from diffpriv.problems._known import k_rr_loss, k_rr_problem, random_problem
+from tests._comparisons import dense_comparisons, worst_violation
+from tests._configs import BASE_TOML
 
 pytest.importorskip("cvxpy")
 

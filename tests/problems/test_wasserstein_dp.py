@@ -5,14 +5,14 @@ import dataclasses
 import json
 import math
 
-import _problems
 import numpy as np
 import pytest
-from _transport_lp import transport_lp
 
 import diffpriv as dp
 from diffpriv.config import ConfigError
 from diffpriv.problems import SpecError, problem_from_dict, problem_hash, problem_to_dict
+from tests import _problems
+from tests._transport_lp import transport_lp
 
 N = 6
 LINE = _problems.line(N, "p")

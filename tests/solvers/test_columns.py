@@ -6,7 +6,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-from _problems import geo_problem, ldp_problem
 
 import diffpriv as dp
 from diffpriv.problems import random_problem
@@ -15,6 +14,7 @@ from diffpriv.solvers._cut_lp import CutsSolveError
 from diffpriv.solvers._linear import tighten_eps
 from diffpriv.solvers._methods import COLUMNS_FROM, COLUMNS_TO, choose, cuts_solver, route
 from diffpriv.solvers._optimizer import Optimizer
+from tests._problems import geo_problem, ldp_problem
 
 
 def _pairs_problem(seed: int) -> dp.Problem:

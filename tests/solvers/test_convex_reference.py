@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 import scipy.optimize
-from _problems import three_items_problem
 
 import diffpriv as dp
 from diffpriv.problems import SpecError
 from diffpriv.problems._known import random_problem
 from diffpriv.problems._objectives import Objective
 from diffpriv.solvers._convex import ConvexSolveError, solve_convex
+from tests._problems import three_items_problem
 
 pytest.importorskip("cvxpy")
 

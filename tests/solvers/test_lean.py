@@ -5,7 +5,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _problems import geo_problem
 
 import diffpriv as dp
 from diffpriv.certification import certify
@@ -23,6 +22,7 @@ from diffpriv.solvers._linear import (
 )
 from diffpriv.solvers._lp import solve_lp
 from diffpriv.solvers._polish import violation
+from tests._problems import geo_problem
 
 
 def grid_xdp(n: int) -> dp.Problem:

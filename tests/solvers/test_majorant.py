@@ -7,11 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 import scipy.sparse.csgraph
-from _problems import geo_problem
 
 import diffpriv as dp
 from diffpriv.solvers import _majorant
 from diffpriv.solvers._linear import tighten_eps
+from tests._problems import geo_problem
 
 
 def violated(problem, seed, scale=0.05):

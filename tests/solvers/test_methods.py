@@ -7,12 +7,12 @@ import typing
 
 import numpy as np
 import pytest
-from _problems import geo_problem
 
 import diffpriv as dp
 from diffpriv.problems._known import k_rr_problem
 from diffpriv.solvers._methods import METHODS, PAIR_ENTRIES, choose, exact_solver
 from diffpriv.solvers._options import Options
+from tests._problems import geo_problem
 
 
 def _kl(n_in: int = 5, eps: float = 0.1) -> dp.Problem:
@@ -93,7 +93,7 @@ def test_auto_on_divergence_constraints_runs_clarabel_when_small_and_cuts_beyond
 def test_auto_falls_back_to_pdhg_when_the_lp_fails_and_exact_says_why():
     """An infeasible problem (support radius 2 with distant items, as in test_optimizer): HiGHS
     reports it; "auto" then runs PDHG, whose bound proves infeasibility; "exact" raises."""
-    from test_optimizer import _home_out_with_radius
+    from tests.solvers.test_optimizer import _home_out_with_radius
 
     problem, _ = _home_out_with_radius(2.0)
     assert exact_solver(problem) == "highs"

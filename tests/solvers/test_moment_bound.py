@@ -6,12 +6,12 @@ import dataclasses
 
 import numpy as np
 import pytest
-from test_transport_cuts import CASES, grid_problem
 
 import diffpriv as dp
 from diffpriv.solvers import _transport_cuts
 from diffpriv.solvers._lp import _build
 from diffpriv.solvers._moment_bound import moment_bound
+from tests.solvers.test_transport_cuts import CASES, grid_problem
 
 
 def bound_of(problem):

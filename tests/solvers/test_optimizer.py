@@ -3,7 +3,6 @@
 import jax
 import numpy as np
 import pytest
-from _problems import geo_problem
 
 import diffpriv as dp
 from diffpriv.certification import certify, verify
@@ -17,6 +16,7 @@ from diffpriv.problems._known import (
 )
 from diffpriv.solvers import _optimizer, _pdhg_run
 from diffpriv.solvers._lp import solve_lp
+from tests._problems import geo_problem
 
 
 @pytest.mark.parametrize(("k", "eps"), [(2, 0.5), (3, 1.0), (5, 2.0)])

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 import scipy.optimize
-from _comparisons import dense_comparisons, worst_violation
 
 import diffpriv as dp
 from diffpriv.problems._known import (
@@ -21,6 +20,7 @@ from diffpriv.problems._known import (
 )
 from diffpriv.problems._problem import DistP, Domain, ExtendedDP, LocalDP, Problem
 from diffpriv.solvers._lp import ReferenceSolveError, solve_lp
+from tests._comparisons import dense_comparisons, worst_violation
 
 # -- plain numpy checks, independent of the solver ----------------------------------------------
 

@@ -3,6 +3,7 @@ vocabulary, one relative-gap rule, and solver modules that import each other wit
 
 import ast
 import pathlib
+import sys
 
 import numpy as np
 import pytest
@@ -110,10 +111,9 @@ def test_design_and_optimize_hand_a_callable_progress_each_chunk():
 
 
 def test_route_names_one_run_per_method_and_the_fallbacks_of_auto():
-    from test_methods import _kl
-
     from diffpriv.problems._known import k_rr_problem
     from diffpriv.solvers._methods import SOLVERS, route, solver_class
+    from tests.solvers.test_methods import _kl
 
     for name in SOLVERS:  # every solver is a run
         cls = solver_class(name)
@@ -132,9 +132,8 @@ def test_route_names_one_run_per_method_and_the_fallbacks_of_auto():
 
 
 def test_auto_hands_a_dual_that_does_not_converge_over_to_cuts(monkeypatch):
-    from test_methods import _kl
-
     from diffpriv.solvers import _cuts, _methods, _optimizer
+    from tests.solvers.test_methods import _kl
 
     problem = _kl(5, eps=0.05)
     monkeypatch.setattr(_optimizer, "route", lambda *a, **k: ("dual", "cuts"))
@@ -186,7 +185,7 @@ else:
 
 def _slow_geo():
     """Geo-indistinguishability on an 8×8 grid under PDHG with a gap it cannot reach soon."""
-    from _problems import geo_problem
+    from tests._problems import geo_problem
 
     return geo_problem(8, 0.5, prior_seed=3)
 
@@ -272,7 +271,7 @@ def _toy(monkeypatch, route_names, **declared):
     from diffpriv.solvers import _methods, _optimizer
 
     cls = type("Toy", (_Toy,), {"got": [], **declared})
-    monkeypatch.setattr(__import__(__name__), "Toy", cls, raising=False)
+    monkeypatch.setattr(sys.modules[__name__], "Toy", cls, raising=False)
     monkeypatch.setitem(_methods.SOLVERS, "toy", f"{__name__}:Toy")
     monkeypatch.setattr(_optimizer, "route", lambda *a, **k: route_names)
     return cls
@@ -295,7 +294,7 @@ def test_a_new_run_is_its_class_and_one_row_and_the_driver_reads_its_capabilitie
     second = type("Toy2", (_Toy,), {"got": [], "takes_start": True, "takes_floor": True,
                                     "labels": ("toy2",), "name": "toy2",
                                     "status": _driver.Status.CONVERGED})
-    monkeypatch.setattr(__import__(__name__), "Toy2", second, raising=False)
+    monkeypatch.setattr(sys.modules[__name__], "Toy2", second, raising=False)
     from diffpriv.solvers import _methods
 
     monkeypatch.setitem(_methods.SOLVERS, "toy2", f"{__name__}:Toy2")

@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _transport_lp import transport_lp
 
 import diffpriv as dp
 from diffpriv.solvers._divergence import divergence_data, linearized, residuals
 from diffpriv.solvers._divergence_levels import c_transform, exact_potentials, line_potentials
+from tests._transport_lp import transport_lp
 
 
 def cloud(seed, n=7):
