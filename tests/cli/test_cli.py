@@ -128,7 +128,7 @@ def test_bad_config_fails_before_jax_is_imported(tmp_path):
 
 
 def test_optimize_keeps_compiled_programs_in_the_cache_folder(tmp_path):
-    """JAX's persistent compilation cache (diffpriv/solvers/_cache.py), in a process of its own:
+    """JAX's persistent compilation cache (diffpriv/cli/_cache.py), in a process of its own:
     JAX reads the folder at the process's first compilation."""
     cache = tmp_path / "cache"
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "DIFFPRIV_COMPILE_CACHE": str(cache)}
@@ -141,7 +141,7 @@ def test_optimize_keeps_compiled_programs_in_the_cache_folder(tmp_path):
 
 
 def test_the_compile_cache_folder_comes_from_the_environment(monkeypatch, tmp_path):
-    from diffpriv.solvers._cache import cache_dir, enable_compile_cache
+    from diffpriv.cli._cache import cache_dir, enable_compile_cache
 
     assert enable_compile_cache() is None  # the tests' conftest turns it off
     for off in ("off", "OFF", "0", ""):
