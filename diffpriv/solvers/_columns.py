@@ -128,7 +128,7 @@ master's value after 3 rounds on the 6×6 KL-DP grid (seed 0, optimum 1.030)."""
 def applies(problem: Problem) -> bool:
     """Whether column generation over output columns runs ``problem``: every linear constraint a
     pure pair bound (local or extended DP, δ = 0, ``e^ε ≤`` :data:`LARGEST_RATIO`), at least one of
-    them; with f-divergences (:func:`._dual.f_divergences`: KL, reverse KL, χ², Hellinger,
+    them; with f-divergences (:func:`._f_forms.f_divergences`: KL, reverse KL, χ², Hellinger,
     Rényi, TV; divergence DP or DistP) beside, also hockey-stick bounds (δ > 0, between rows or
     item laws, ``e^ε ≤`` :data:`LARGEST_RATIO`: budget rows of the master as the divergences'
     are); and the expected or the worst-case loss as objective. Without a pure pair bound the
@@ -149,7 +149,7 @@ def applies(problem: Problem) -> bool:
         return False
     if problem.linear:
         return all(pure)
-    from diffpriv.solvers._dual import f_divergences
+    from diffpriv.solvers._f_forms import f_divergences
 
     if not all(p or b.divergence == "hockey_stick" for p, b in zip(pure, linear, strict=True)):
         return False

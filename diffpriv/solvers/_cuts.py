@@ -3,7 +3,7 @@ a bound on the whole problem from their multipliers.
 
 **Cuts.** Every f-divergence budget here is ``Σ_y Q_y f(P_y / Q_y) ≤ b`` of two lifted laws
 ``P = wP·A``, ``Q = wQ·A`` (KL, χ², Hellinger, Rényi and total variation through
-:func:`._dual.family` and :func:`._dual.f_budget`). Each term ``Q f(P/Q)`` is jointly convex and
+:func:`._f_forms.family` and :func:`._f_forms.f_budget`). Each term ``Q f(P/Q)`` is jointly convex and
 positively homogeneous, so it is the supremum of its tangent planes
 ``a·P + c·Q`` with ``(a, c) = (f'(s), f(s) − s f'(s))`` at ratios ``s > 0``. With an epigraph
 variable ``t_y`` per output, the rows ``a_j P_y + c_j Q_y − t_y ≤ 0`` (a few tangents ``j``)
@@ -86,7 +86,7 @@ class Terms(NamedTuple):
     family: np.ndarray  # [T] index into ``families``
     budget: np.ndarray  # [T] the f-budget the LP is solved for (tightened)
     true_budget: np.ndarray  # [T] the real f-budget (the bound)
-    families: tuple  # of _dual.Family
+    families: tuple  # of _f_forms.Family
 
 
 def applies(problem: Problem, kinds) -> bool:
@@ -96,14 +96,14 @@ def applies(problem: Problem, kinds) -> bool:
     the transport loss. ``method = "auto"`` runs it on item laws only (:func:`._methods.choose`):
     on a 6×6 grid with 4-neighbour KL-DP pairs (60 terms, each with its tangents at every output)
     HiGHS's rounds took 30–40 s each, where Clarabel solves the whole problem in seconds."""
-    from diffpriv.solvers._dual import f_divergences
+    from diffpriv.solvers._f_forms import f_divergences
 
     return not problem.objective.transport and f_divergences(kinds)
 
 
 def _terms(problem: Problem, tighten_rel: float) -> Terms:
     from diffpriv.solvers._divergence import divergence_data
-    from diffpriv.solvers._dual import f_budget, family
+    from diffpriv.solvers._f_forms import f_budget, family
 
     nl, kinds = divergence_data(problem)
     wps, wqs, fams, budgets, trues, families = [], [], [], [], [], []

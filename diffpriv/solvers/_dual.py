@@ -2,7 +2,7 @@
 
 **The dual.** Every divergence here is an f-divergence ``D_f(P‖Q) = Σ_y Q f(P/Q)`` of the two
 lifted laws ``P = wa·A``, ``Q = wb·A`` of a comparison, or a monotone transform of one
-(:func:`f_budget`): KL (``f = t ln t``; reverse KL swaps the laws), χ² and Rényi of order
+(:func:`._f_forms.f_budget`): KL (``f = t ln t``; reverse KL swaps the laws), χ² and Rényi of order
 ``α > 1`` (``f = t^α``, budget ``1 + ε`` and ``e^{(α−1)ε}``), squared Hellinger and Rényi of
 order ``α < 1`` (``f = −t^α``, budget ``−(1 − ε)`` and ``−e^{(α−1)ε}``); total variation,
 ``Σ max(0, P − Q) ≤ ε``, is the hockey-stick at ``e^0`` and joins the linear rows. Giving the
@@ -45,6 +45,7 @@ import optax
 from diffpriv.problems._blocks import divergence_kinds
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
+from diffpriv.solvers._f_forms import Family, f_budget, f_divergences, family
 from diffpriv.solvers._lbfgs import lbfgs_scan
 from diffpriv.solvers._linear import (
     LinearData,
@@ -60,9 +61,6 @@ from diffpriv.solvers._linear import (
 
 __all__ = ["DualData", "DualRun", "Group", "applies", "dual_data", "f_budget", "f_divergences", "family"]
 
-Family = tuple[str, float]
-"""``("kl", 1)``, ``("power", α)`` (``f = t^α`` for α > 1, ``−t^α`` for α < 1), or ``("tv", 1)``,
-which :func:`dual_data` turns into linear rows."""
 
 CHUNK = 50
 """L-BFGS steps per compiled call."""
@@ -91,41 +89,6 @@ class DualData(NamedTuple):
     true_lin: LinearData  # real linear budgets
     groups: tuple  # of Group
     tau_w: jax.Array  # [R] per-row temperature weights
-
-
-def family(name: str, alpha: float | None) -> tuple[Family, bool]:
-    """``(family, swap)`` of a divergence: its f, and whether ``P`` and ``Q`` trade places."""
-    if name == "kl" or (name == "renyi" and alpha == 1.0):
-        return ("kl", 1.0), False
-    if name == "reverse_kl":
-        return ("kl", 1.0), True
-    if name == "chi2":
-        return ("power", 2.0), False
-    if name == "hellinger":
-        return ("power", 0.5), False
-    if name == "tv":
-        return ("tv", 1.0), False
-    if name == "renyi" and 0 < alpha < math.inf:
-        return ("power", float(alpha)), False
-    raise ValueError(f"optimizer: the dual solver has no f-divergence form of {name!r}")
-
-
-def f_budget(name: str, alpha: float | None, eps) -> tuple[np.ndarray, np.ndarray]:
-    """``(b, on)``: ``D(P‖Q) ≤ ε`` as ``D_f(P‖Q) ≤ b`` (module docstring); ``on`` is False where
-    the budget binds nothing (Hellinger ``ε ≥ 1``, a Rényi bound beyond float64)."""
-    eps = np.asarray(eps, np.float64)
-    on = np.ones(eps.shape, bool)
-    if name in ("kl", "reverse_kl") or (name == "renyi" and alpha == 1.0):
-        return eps, on
-    if name == "chi2":
-        return 1.0 + eps, on
-    if name == "hellinger":
-        return eps - 1.0, eps < 1.0
-    with np.errstate(over="ignore"):
-        level = np.exp((alpha - 1.0) * eps)
-    if alpha > 1:
-        return np.where(np.isfinite(level), level, 0.0), np.isfinite(level)
-    return -level, on
 
 
 def _laws(fam: Family, z, lam):
@@ -312,17 +275,6 @@ def applies(problem: Problem, kinds) -> bool:
     if any(not b.linear and not isinstance(b, MixtureBlock) for b in problem.blocks()):
         return False
     return f_divergences(kinds)
-
-
-def f_divergences(kinds) -> bool:
-    """Whether every divergence of ``kinds`` (``(name, α)`` pairs) has an f-divergence form
-    (:func:`family`)."""
-    try:
-        for name, alpha in kinds:
-            family(name, alpha)
-    except ValueError:
-        return False
-    return True
 
 
 def dual_data(problem: Problem, tighten_rel: float) -> tuple[DualData, tuple[Family, ...], float]:
