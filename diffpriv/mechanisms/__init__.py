@@ -52,7 +52,7 @@ from diffpriv.mechanisms._tupling import (
     tupling_loss_matrix,
 )
 
-_LAZY = {"Mechanism": "diffpriv.mechanisms._mechanism"}
+_LAZY = {"Mechanism": "diffpriv.solvers._mechanism"}
 
 __getattr__ = lazy_getattr("diffpriv.mechanisms", _LAZY)
 

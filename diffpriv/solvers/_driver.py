@@ -182,7 +182,7 @@ class OptimizeResult:
     @property
     def mechanism(self):
         """The table as a :class:`~diffpriv.mechanisms.Mechanism` (logits ``log A``, zeros masked out)."""
-        from diffpriv.mechanisms._mechanism import Mechanism
+        from diffpriv.solvers._mechanism import Mechanism
 
         return Mechanism.from_table(self.table)
 

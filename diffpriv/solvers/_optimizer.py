@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from diffpriv.mechanisms._mechanism import Mechanism
+from diffpriv.solvers._mechanism import Mechanism
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, solver_plan
 from diffpriv.solvers import _pdhg

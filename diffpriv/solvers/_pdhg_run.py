@@ -224,7 +224,7 @@ class LinearALRun(Declared):
 
 def _initial_logits(problem: Problem, data: LinearData, init) -> jax.Array:
     """Normalised logits ``[R, Y]`` of a warm start (a Mechanism or a table), on the support."""
-    from diffpriv.mechanisms._mechanism import Mechanism
+    from diffpriv.solvers._mechanism import Mechanism
 
     if isinstance(init, OptimizeResult):
         init = init.table
