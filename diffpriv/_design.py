@@ -12,6 +12,7 @@ from diffpriv._files import json_number
 from diffpriv._gap import relative_gap
 from diffpriv.certification import Certificate, certify
 from diffpriv.problems._problem import Problem
+from diffpriv.solvers._methods import declares
 from diffpriv.solvers._optimizer import Optimizer, OptimizeResult
 from diffpriv.solvers._progress import progress_bar
 
@@ -126,7 +127,8 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
             left = opt.time_limit - optimize_seconds if opt.time_limit > 0 else 0.0
             if (result.status != "converged" or result.steps >= budget
                     or relative_gap(cert.loss, result.lower_bound) <= opt.gap_tol
-                    or not problem.linear or not _continues_itself(result)
+                    or not problem.linear or result.state is None
+                    or not declares(result.method, "takes_init")  # PDHG goes on from its iterate
                     or (opt.time_limit > 0 and left <= 0)):
                 break
             opt = dataclasses.replace(opt, steps=budget - result.steps, viol_factor=opt.viol_factor / 10,
@@ -161,11 +163,3 @@ def _true_bound(problem: Problem, result: OptimizeResult, cert: Certificate):
                                    f"{loss!r}: not stated")
     cert = dataclasses.replace(cert, meta={**cert.meta, "optimizer": info})
     return dataclasses.replace(result, lower_bound=floor, gap=relative_gap(result.objective, floor)), cert
-
-
-def _continues_itself(result: OptimizeResult) -> bool:
-    """Whether the run that gave ``result`` goes on from it (``init=``: PDHG's iterate)."""
-    from diffpriv.solvers._methods import run_of
-
-    run = run_of(result.method)
-    return run is not None and run.takes_init and result.state is not None

@@ -427,6 +427,7 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
       [0.548137, 0.423883, 0.213014]
     """
     from diffpriv._design import design
+    from diffpriv.solvers._methods import declares
 
     if options.get("steps", 0) is None:  # as design reads it: the optimizer's default
         del options["steps"]
@@ -474,7 +475,8 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
                                                            {**(meta or {}), "sweep": point}, options)
             start -= batched[i][2]
         else:
-            warm = previous if previous is not None and _resumable(previous) else None
+            resumes = previous is not None and previous.state is not None  # Clarabel's has none
+            warm = previous if resumes and declares(previous.method, "resumable") else None
             d = design(p, seed=seed, quantize=quantize, init=warm, meta={**(meta or {}), "sweep": point},
                        **options)
             if d.result.status == "interrupted":  # Ctrl-C: this budget is not done (the caller says so)
@@ -505,11 +507,3 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
             write_csv(out / "frontier.csv", list(ordered))
         plot_frontier(frontier, problem.objective.text, [out / "frontier.png", out / "frontier.pdf"])
     return frontier
-
-
-def _resumable(result) -> bool:
-    """Whether ``result``'s state warm-starts the next budget's run (PDHG's iterate, HiGHS's basis)."""
-    from diffpriv.solvers._methods import run_of
-
-    run = run_of(result.method)
-    return run is not None and run.resumable and result.state is not None  # Clarabel's: none

@@ -69,7 +69,8 @@ from collections.abc import Callable
 from diffpriv.problems._checks import SpecError
 
 __all__ = ["AUTO", "METHODS", "SOLVERS", "Rule", "auto_table", "auto_cuts", "choose", "cuts_apply",
-           "cuts_solver", "exact_solver", "first_order", "relaxes", "route", "run_of", "solver_class"]
+           "cuts_solver", "declares", "exact_solver", "first_order", "relaxes", "route", "run_of",
+           "solver_class"]
 
 METHODS = {
     "auto": "",  # from its table, :data:`AUTO` (below)
@@ -392,7 +393,7 @@ class Facts:
     @property
     def item_cuts(self) -> bool:
         """f-divergences between item laws, no divergence between rows (:func:`auto_cuts`)."""
-        return auto_cuts(self.problem)
+        return self.solver is not None and not _row_pairs(self.problem)
 
     @property
     def clarabel_first(self) -> bool:
@@ -558,6 +559,13 @@ def solver_class(name: str):
 
     module, cls = SOLVERS[name].split(":")
     return getattr(importlib.import_module(module), cls)
+
+
+def declares(label: str, capability: str) -> bool:
+    """Whether the run whose results carry ``label`` declares ``capability`` (a
+    :class:`._driver.Declared` class variable); False for a label no run gives."""
+    run = run_of(label)
+    return run is not None and bool(getattr(run, capability))
 
 
 def run_of(label: str):

@@ -38,7 +38,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from diffpriv.solvers._mechanism import Mechanism
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, solver_plan
 from diffpriv.solvers import _pdhg
@@ -47,6 +46,7 @@ from diffpriv.solvers._cuts import CutsRun, CutsSolveError
 from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, drive, relative_gap
 from diffpriv.solvers._linear import linear_data, operator, sparse_matrix, the_table, tighten
 from diffpriv.solvers._lp import Basis, ReferenceSolveError
+from diffpriv.solvers._mechanism import Mechanism
 from diffpriv.solvers._methods import auto_cuts, first_order, route, solver_class
 from diffpriv.solvers._options import Options
 from diffpriv.solvers._polish import polish
