@@ -87,6 +87,10 @@ METHODS = {
     "mirror": "mirror-prox on the Lagrangian alone: divergence or hockey-stick bounds between rows "
               "(divergence DP, TV-DP, approximate local DP), beside DistP between item laws only",
     "al": "the augmented-Lagrangian baseline",
+    "interior": "a primal-dual interior point over the table's output columns for pure local / extended DP "
+                "(geo-indistinguishability, delta = 0) under the expected loss: each output's banded "
+                "Newton system, the rows' sums by a dense system of one row per input; every iterate a "
+                "table within the budgets, its bound from weak duality",
     "exact": "the exact reference: HiGHS for linear constraints, Clarabel (cvxpy) otherwise",
 }
 """Every ``optimizer.method`` and what it runs (:class:`._options.Options` derives its allowed values
@@ -104,6 +108,7 @@ SOLVERS = {
     "transport cuts": "diffpriv.solvers._transport_cuts:TransportCutsRun",
     "exact": "diffpriv.solvers._exact:ExactRun",
     "relaxed": "diffpriv.solvers._relaxed:RelaxedRun",
+    "interior": "diffpriv.solvers._interior:InteriorRun",
 }
 """Every solver: its :class:`._driver.Run` (``module:class``, imported on use, so that this table
 loads no JAX). A new solver is its run class, a line here, and its row (or place in a row) of
@@ -550,6 +555,14 @@ def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ..
                              "ones between item laws only beside them (DistP), and an objective "
                              "other than the transport loss")
         return ("mirror",)
+    if method == "interior":
+        from diffpriv.solvers import _interior
+
+        if not _interior.applies(problem):
+            raise SpecError("optimizer.method: 'interior' needs pure local / extended DP only (delta = 0, "
+                             "0 < epsilon, e^epsilon <= 1e8 between any two rows it bounds), every table "
+                             "entry allowed, and the expected loss")
+        return ("interior",)
     return (method,)
 
 
