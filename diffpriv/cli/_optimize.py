@@ -29,6 +29,8 @@ from diffpriv.problems._size import admit
 from diffpriv.solvers._methods import METHODS
 from diffpriv.solvers._options import Options
 
+LONG_RUN = 60.0
+"""``diffpriv optimize`` says up front what it expects of a run predicted to take longer (seconds)."""
 MAX_STEPS = next(f.metadata["le"] for f in dataclasses.fields(Options) if f.name == "steps")
 
 
@@ -97,6 +99,7 @@ def optimize(
     from diffpriv.solvers._optimizer import SOLVER_ERRORS
 
     enable_compile_cache()  # $DIFFPRIV_COMPILE_CACHE, or ~/.cache/diffpriv/jax; "off" turns it off
+    _announce(problem, kwargs.get("method", "auto"), kwargs.get("gap_tol", Options().gap_tol))
     try:
         with _user_errors():  # a method that does not apply, a problem too large for it: one line, exit 2
             d = design(problem, seed=seed, progress=progress, meta=meta, quantize=DEFAULT_BITS, **kwargs)
@@ -129,6 +132,30 @@ def optimize(
         raise typer.Exit(130)
     if not cert.ok:
         raise typer.Exit(1)
+
+
+def _announce(problem, method: str, gap_tol: float) -> None:
+    """Prints, before a run the size model expects to take over :data:`LONG_RUN` seconds, about how
+    long and what would shorten it (the interior point's model, :func:`._interior.expected_seconds`)."""
+    from diffpriv.solvers import _interior
+    from diffpriv.solvers._methods import route
+
+    try:
+        names = route(problem, method, gap_tol=gap_tol)
+    except Exception:  # noqa: BLE001  (a method that does not apply: design says so in one line)
+        return
+    if not names or names[0] != "interior":
+        return
+    seconds = _interior.expected_seconds(problem)
+    if seconds < LONG_RUN:
+        return
+    ns, nx, _ = problem.shape
+    when = f"{seconds / 60:.0f} minutes" if seconds < 5400 else f"{seconds / 3600:.1f} hours"
+    console.print(f"expect a long run: about {when} for the interior point on this CPU "
+                  f"({_interior.outputs(problem).size} outputs x {ns * nx} inputs, about "
+                  f"{_interior.ITERATIONS} iterations of {seconds / _interior.ITERATIONS:.0f} s); halving "
+                  "the grid's side makes each iteration about 100x cheaper, and --time-limit stops it "
+                  "with the best certified table so far", soft_wrap=True)
 
 
 def reference(

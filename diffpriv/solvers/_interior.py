@@ -41,7 +41,7 @@ from scipy.linalg import lapack
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 
-__all__ = ["InteriorRun", "applies", "iteration_flops"]
+__all__ = ["InteriorRun", "applies", "expected_seconds", "iteration_flops", "memory", "outputs"]
 
 MAX_ITERATIONS = 200
 LARGEST_RATIO = 1e8
@@ -81,6 +81,11 @@ PATIENCE = 8
 gap, once it has been below 20 %: on the Sacramento sales' 16×16 grid at ε = 2 per km
 (``e^{10.8}`` between 4-neighbours) the gap fell to 1.3 % by the 18th and rose from there as
 rounding took over."""
+ITERATIONS = 30
+FLOP_RATE = 2e9
+"""What :func:`expected_seconds` assumes: a run's iterations (19–27 on the Sacramento sales'
+16×16 grid, 4- and 8-neighbour cells) and LAPACK's banded solves' rate on the 2-core CPU (about
+2·10⁹ a second with ``|rows|`` right-hand sides)."""
 MARGIN = 1e-12
 """The bound is lowered by this share of the absolute sum of its terms (float64 rounding)."""
 
@@ -152,15 +157,34 @@ class _Pairs:
 
 def iteration_flops(problem: Problem) -> float:
     """About how many floating-point operations one iteration's ``Σ_y H_y⁻¹`` takes on
-    ``problem`` (``|outputs|`` banded solves with ``|rows|`` right-hand sides each, or dense
-    inverses where the band is wide), for ``"auto"``'s size test and the run's up-front note."""
+    ``problem`` (over the outputs it starts on, :func:`outputs`: a banded solve with ``|rows|``
+    right-hand sides for each, or a dense inverse where the band is wide)."""
     from diffpriv.solvers._columns import _edges
 
-    ns, nx, ny = problem.shape
+    ns, nx, _ = problem.shape
     n = ns * nx
     i, j, _ = _edges(problem, tight=False)
+    u = int(np.max(np.abs(i - j), initial=0))  # the rows' own order (RCM can only narrow it)
+    return float(outputs(problem).size) * (n ** 3 if u > DENSE_BAND * n else 4.0 * n * n * (u + 1))
+
+
+def memory(problem: Problem) -> int:
+    """About the peak bytes of a run on ``problem``: its iterates and the Newton step's copies of
+    them over the outputs it starts on (:func:`outputs`), every output's banded factor, and the
+    dense ``|rows|²`` system."""
+    from diffpriv.solvers._columns import _edges
+
+    ns, nx, _ = problem.shape
+    n, m = ns * nx, int(outputs(problem).size)
+    i, j, _ = _edges(problem, tight=False)
     u = int(np.max(np.abs(i - j), initial=0))
-    return float(ny) * (n ** 3 if u > DENSE_BAND * n else 4.0 * n * n * (u + 1))
+    return 8 * (12 * (n + i.size) * m + (u + 2) * n * m + 3 * n * n)
+
+
+def expected_seconds(problem: Problem) -> float:
+    """A rough duration of a run on ``problem``: :data:`ITERATIONS` iterations at
+    :data:`FLOP_RATE` (``benchmarks/geo_real.py`` on the 2-core CPU)."""
+    return ITERATIONS * iteration_flops(problem) / FLOP_RATE
 
 
 class _Factors:

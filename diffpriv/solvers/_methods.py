@@ -177,6 +177,12 @@ beyond, the augmented Lagrangian (after the linear relaxation, :func:`relaxes`: 
 converged where the divergence was slack, on 4 of 10 runs in 17–22 s, and gave the augmented
 Lagrangian's runs a bound above 0). Column generation from the relaxation's columns on a 16×16
 grid took over 2 minutes for its second round."""
+INTERIOR_FALLBACK_SECONDS = 1800.0
+"""Where column generation stops short on a balanced prior, the interior point takes over when its
+size model (:func:`._interior.expected_seconds`) expects at most this many seconds (a uniform
+16×16 grid at ε = 0.05 per cell side: column generation took 42 rounds and 48 s, the interior point
+14 iterations and 8.9 s; all 2,304 outputs of a uniform 48×48 grid: about 20 minutes an
+iteration)."""
 DUAL_GAP_TOL = 1e-2
 """From this ``gap_tol`` up, ``"auto"`` runs the smoothed dual before ``"cuts"`` where both apply
 and Clarabel does not run (:func:`route`), with ``"cuts"`` taking over when the dual does not
@@ -389,6 +395,22 @@ class Facts:
         return any(b.divergence == "hockey_stick" or (isinstance(b, MixtureBlock) and not b.linear)
                    for b in self.problem.blocks())
 
+    @functools.cached_property
+    def interior(self) -> bool:
+        """The interior point applies (:func:`._interior.applies`) and fits in memory."""
+        from diffpriv.problems._size import memory_limit
+        from diffpriv.solvers import _interior
+
+        return _interior.applies(self.problem) and _interior.memory(self.problem) <= memory_limit()
+
+    @property
+    def interior_fallback(self) -> bool:
+        """… and its size model expects at most :data:`INTERIOR_FALLBACK_SECONDS` (after column
+        generation stops short on a balanced prior)."""
+        from diffpriv.solvers import _interior
+
+        return self.interior and _interior.expected_seconds(self.problem) <= INTERIOR_FALLBACK_SECONDS
+
     @property
     def balanced(self) -> bool:
         from diffpriv.solvers._columns import balanced
@@ -418,8 +440,10 @@ class Rule:
     route ``runs`` (keys of :data:`SOLVERS`, and three words resolved per problem: ``"own"``,
     diffpriv's own solver under ``"auto"`` (:func:`_own`: mirror-prox where :func:`mirror_runs`,
     else :func:`first_order`); ``"first order"``, :func:`first_order`; ``"exact?"``, the exact
-    reference where it fits (:func:`exact_solver`), else nothing). ``method`` is the method the
-    row stands for (:func:`choose`: ``"exact"``, ``"cuts"`` or ``"pdhg"``); ``case`` says what the
+    reference where it fits (:func:`exact_solver`), else nothing; ``"interior?"``, the interior
+    point where it applies and fits (:attr:`Facts.interior`), else nothing). ``method`` is the
+    method the row stands for (:func:`choose`: ``"exact"``, ``"cuts"``, ``"interior"`` or
+    ``"pdhg"``); ``case`` says what the
     row is for, ``measured`` what set its threshold (the constants' own docstrings hold the
     figures)."""
 
@@ -432,7 +456,8 @@ class Rule:
     def resolve(self, facts: Facts) -> tuple[str, ...]:
         words = {"own": (_own(facts.problem, "auto", facts.gap_tol),),
                  "first order": (first_order(facts.problem),),
-                 "exact?": ("exact",) if facts.exact else ()}
+                 "exact?": ("exact",) if facts.exact else (),
+                 "interior?": ("interior",) if facts.interior_fallback else ()}
         return tuple(name for word in self.runs for name in words.get(word, (word,)))
 
 
@@ -462,12 +487,17 @@ AUTO = (
          ("mirror", "columns"), "cuts", "COLUMNS_BESIDE_TO"),
     Rule("pure pair bounds beside f-divergences, larger", lambda f: f.pairs_beside, ("own",), "pdhg",
          "COLUMNS_BESIDE_TO"),
+    Rule("pure local / extended DP under the expected loss, rows not balanced (most cells of real "
+         "location data empty): the interior point", lambda f: f.solver == "columns" and f.interior
+         and not f.balanced, ("interior", "exact?"), "interior",
+         "Sacramento sales, 6×6 to 16×16 grids: 8–27× faster than HiGHS (benchmarks/geo_real.py)"),
     Rule("pure local / extended DP below COLUMNS_FROM entries: HiGHS",
          lambda f: f.solver == "columns" and f.size < COLUMNS_FROM and f.exact is not None,
          ("exact", "columns", "own"), "exact", "COLUMNS_FROM: benchmarks/columns.py"),
     Rule("pure local / extended DP up to COLUMNS_TO entries, rows balanced: column generation",
          lambda f: f.solver == "columns" and f.size <= COLUMNS_TO and f.balanced,
-         ("columns", "exact?", "first order"), "cuts", "COLUMNS_TO: benchmarks/scaling.py --geo"),
+         ("columns", "interior?", "exact?", "first order"), "cuts",
+         "COLUMNS_TO: benchmarks/scaling.py --geo"),
     Rule("pure local / extended DP, where HiGHS fits",
          lambda f: f.solver == "columns" and f.exact is not None,
          ("exact", "columns", "own"), "exact", "PAIR_ENTRIES"),
@@ -502,7 +532,8 @@ def auto_table() -> str:
 METHODS["auto"] = ("the linear relaxation first where divergence or Wasserstein constraints sit beside "
                    "linear ones and it is cheap; then the first of these that holds: "
                    + "; ".join(r.case for r in AUTO) + " ('own': mirror-prox or the first-order solver; "
-                   "'exact?': the exact reference where it fits)")
+                   "'exact?': the exact reference where it fits; 'interior?': the interior point where "
+                   "it applies, fits and is expected to be quick)")
 
 
 def _rule(problem, gap_tol: float, warm: bool) -> tuple[Rule, Facts]:

@@ -106,10 +106,12 @@ def test_a_raised_ray_is_the_least_that_meets_the_tightened_bounds():
 def test_auto_runs_columns_from_the_threshold_and_falls_back():
     small, big = geo_problem(8), geo_problem(10)
     assert 64 * 64 < COLUMNS_FROM <= 100 * 100
-    assert choose(small, "auto") == "exact" and route(big, "auto") == ("columns", "exact", "pdhg")
-    assert route(geo_problem(48), "auto") == ("columns", "pdhg")  # beyond HiGHS's size
+    assert choose(small, "auto") == "exact"
+    assert route(big, "auto") == ("columns", "interior", "exact", "pdhg")
+    assert route(geo_problem(48), "auto") == ("columns", "pdhg")  # beyond HiGHS and the interior point
     skewed = dataclasses.replace(big, prior=np.random.default_rng(0).dirichlet(np.full(100, 0.1))[None])
-    assert not _columns.balanced(skewed) and _columns.balanced(big) and choose(skewed, "auto") == "exact"
+    assert not _columns.balanced(skewed) and _columns.balanced(big)
+    assert route(skewed, "auto") == ("interior", "exact")  # a concentrated prior: the interior point
     assert route(small, "cuts") == ("columns",) and route(small, "auto") == ("exact", "columns", "pdhg")
     huge = dp.Problem(dp.Domain(tuple(map(str, range(2500)))), dp.Domain(tuple(map(str, range(2500)))),
                       1 - np.eye(2500), np.full(2500, 1 / 2500), constraints=(dp.LocalDP(1.0),))

@@ -77,3 +77,20 @@ def test_refuses_what_it_does_not_solve_in_one_line():
         assert not _interior.applies(p)
         with pytest.raises(SpecError, match="'interior' needs pure local / extended DP"):
             _methods.route(p, "interior")
+
+
+def test_optimize_says_up_front_how_long_a_long_run_is_expected_to_take(capsys, monkeypatch):
+    """``diffpriv optimize`` announces the interior point's expected duration above its threshold,
+    and nothing below it or for another solver."""
+    from diffpriv.cli import _optimize
+
+    problem = _concentrated(6, 0.7, 1.0, 5)
+    _optimize._announce(problem, "auto", 1e-2)
+    assert capsys.readouterr().out == ""
+    monkeypatch.setattr(_optimize, "LONG_RUN", 0.0)
+    _optimize._announce(problem, "auto", 1e-2)
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("expect a long run: about 0 minutes for the interior point")
+    assert "--time-limit" in out
+    _optimize._announce(problem, "exact", 1e-2)
+    assert capsys.readouterr().out == ""

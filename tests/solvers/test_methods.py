@@ -107,7 +107,7 @@ def test_auto_falls_back_to_pdhg_when_the_lp_fails_and_exact_says_why():
 
 def test_auto_is_one_table_that_the_docs_and_the_cli_help_show():
     """``"auto"``'s rows in docs/algorithms.md are :data:`_methods.AUTO`'s, and the CLI's help
-    and the options' description read its cases; every row's runs are solvers or its three
+    and the options' description read its cases; every row's runs are solvers or its four
     words, and the last row holds everywhere."""
     import pathlib
 
@@ -116,7 +116,7 @@ def test_auto_is_one_table_that_the_docs_and_the_cli_help_show():
     docs = (pathlib.Path(__file__).parents[2] / "docs" / "algorithms.md").read_text()
     assert _methods.auto_table() in docs
     assert all(r.case in METHODS["auto"] for r in _methods.AUTO)
-    words = {"own", "first order", "exact?"}
+    words = {"own", "first order", "exact?", "interior?"}
     assert all(set(r.runs) <= set(_methods.SOLVERS) | words for r in _methods.AUTO)
-    assert {r.method for r in _methods.AUTO} == {"exact", "cuts", "pdhg"}
+    assert {r.method for r in _methods.AUTO} == {"exact", "cuts", "interior", "pdhg"}
     assert _methods.AUTO[-1].when(None)
