@@ -36,7 +36,6 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 import scipy.sparse.csgraph
-from scipy.linalg import lapack
 
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
@@ -55,9 +54,15 @@ the Sacramento sales' 16×16 grid (ε = 0.5 per km, 4-neighbour cells) 35 iterat
 against 38 at ``10⁻²`` and 39 at 1."""
 UNIFORM = 1e-2
 """The uniform table's share of the first iterate (:func:`_start`)."""
-DENSE_BAND = 0.1
-"""A band wider than this share of the rows is factorised as a dense matrix (LAPACK's
-``potrf``/``potri``), which is faster there."""
+REFINE = 2
+"""Refinement steps of each Newton direction's row sums: the dense system is formed in floating
+point from every output's block inverses, and without them the rows' sums drifted from 1 by
+more than the budgets' margin once the gap fell below 10⁻⁵ (an iterate then failed its
+certificate unrepaired)."""
+TINY = 1e-100
+"""Entries below this share of the largest are flushed to 0 before a factorisation (:func:`_flushed`)."""
+BATCH = 64
+"""Outputs factorised together (their blocks' products batched)."""
 RESTRICT = 0.8
 """The run starts on the rows' least-loss outputs (:func:`outputs`) where they are at most this
 share of the outputs. On the Sacramento sales (ε = 0.5 per km, 4-neighbour cells) the LP on the
@@ -132,14 +137,33 @@ class _Pairs:
         self.gt = self.g.T.tocsr()
         self.true_t = scipy.sparse.csr_array((np.r_[np.ones(p), -k_true], (rows, np.r_[i, j])),
                                              shape=(p, n)).T.tocsr()
-        self.u = u = int(np.max(np.abs(i - j)))
-        self.dense = u > DENSE_BAND * n
-        lo, hi = np.minimum(i, j), np.maximum(i, j)
-        # band storage (upper, LAPACK's): ab[u + r − c, c] = H[r, c], r ≤ c; flattened row-major
-        where = np.r_[u * n + i, u * n + j, (u + lo - hi) * n + hi, u * n + np.arange(n)]
-        src = np.r_[np.arange(p), np.arange(p), np.arange(p), p + np.arange(n)]
-        self.band = scipy.sparse.csr_array((np.r_[np.ones(p), k * k, -k, np.ones(n)], (where, src)),
-                                           shape=((u + 1) * n, p + n))
+        self.u = u = max(int(np.max(np.abs(i - j))), 1)
+        self.r = r = -(-n // u)  # blocks of u rows: H_y is block tridiagonal
+        # where each source (a pair's λ/s, a row's z/a) adds to the blocks A_k = H[k, k] (both
+        # triangles) and C_k = H[k, k + 1], flattened: A first, then C
+        heads = np.r_[i, j, i, j, np.arange(n)]
+        tails = np.r_[i, j, j, i, np.arange(n)]
+        src = np.r_[np.arange(p), np.arange(p), np.arange(p), np.arange(p), p + np.arange(n)]
+        vals = np.r_[np.ones(p), k * k, -k, -k, np.ones(n)]
+        bh, bt = heads // u, tails // u
+        same, up = bh == bt, bt == bh + 1
+        where = np.where(same, (bh * u + heads % u) * u + tails % u,
+                         r * u * u + (bh * u + heads % u) * u + tails % u)
+        keep = same | up  # C_k holds the upper block; the lower is its transpose
+        self.block_map = scipy.sparse.csr_array((vals[keep], (where[keep], src[keep])),
+                                                shape=((2 * r - 1) * u * u, p + n))
+        pad = np.zeros((r, u, u))
+        extra = np.arange(n, r * u)
+        pad[extra // u, extra % u, extra % u] = 1.0  # the rows beyond n: identity
+        self.pad = pad
+
+    def blocks(self, w: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(A [m, r, u, u], C [m, r − 1, u, u])``: each of the ``m`` columns' ``H = Gᵀ diag(w) G +
+        diag(d)`` as its diagonal blocks and the blocks above them (the rows padded to ``r·u``)."""
+        u, r, m = self.u, self.r, w.shape[1]
+        flat = (self.block_map @ np.vstack([w, d])).T  # [m, (2r − 1) u²]
+        a = flat[:, :r * u * u].reshape(m, r, u, u) + self.pad
+        return a, flat[:, r * u * u:].reshape(m, r - 1, u, u)
 
     @staticmethod
     def _order(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -150,35 +174,33 @@ class _Pairs:
         own = int(np.max(np.abs(i - j), initial=0))
         return np.arange(n) if own <= int(np.max(np.abs(back[i] - back[j]), initial=0)) else rcm
 
-    def bands(self, w: np.ndarray, d: np.ndarray) -> np.ndarray:
-        """``[u + 1, n, m]``: each of the ``m`` columns' ``Gᵀ diag(w_y) G + diag(d_y)`` in band storage."""
-        return (self.band @ np.vstack([w, d])).reshape(self.u + 1, self.n, w.shape[1])
 
-
-def iteration_flops(problem: Problem) -> float:
-    """About how many floating-point operations one iteration's ``Σ_y H_y⁻¹`` takes on
-    ``problem`` (over the outputs it starts on, :func:`outputs`: a banded solve with ``|rows|``
-    right-hand sides for each, or a dense inverse where the band is wide)."""
+def _band(problem: Problem) -> tuple[int, int, int]:
+    """``(rows, pair rows, u)``: the flattened rows, the directed pair bounds, and the band's width
+    in the rows' own order (reverse Cuthill–McKee can only narrow it)."""
     from diffpriv.solvers._columns import _edges
 
     ns, nx, _ = problem.shape
-    n = ns * nx
     i, j, _ = _edges(problem, tight=False)
-    u = int(np.max(np.abs(i - j), initial=0))  # the rows' own order (RCM can only narrow it)
-    return float(outputs(problem).size) * (n ** 3 if u > DENSE_BAND * n else 4.0 * n * n * (u + 1))
+    return ns * nx, i.size, max(int(np.max(np.abs(i - j), initial=0)), 1)
+
+
+def iteration_flops(problem: Problem) -> float:
+    """About how many floating-point operations an iteration's ``Σ_y H_y⁻¹`` takes on ``problem``
+    over the outputs it starts on (:func:`outputs`): the backward recursion's ``2·(r·u)²·u`` for
+    each (:class:`_Factors`)."""
+    n, _, u = _band(problem)
+    size = -(-n // u) * u
+    return float(outputs(problem).size) * 2.0 * size * size * u
 
 
 def memory(problem: Problem) -> int:
     """About the peak bytes of a run on ``problem``: its iterates and the Newton step's copies of
-    them over the outputs it starts on (:func:`outputs`), every output's banded factor, and the
-    dense ``|rows|²`` system."""
-    from diffpriv.solvers._columns import _edges
-
-    ns, nx, _ = problem.shape
-    n, m = ns * nx, int(outputs(problem).size)
-    i, j, _ = _edges(problem, tight=False)
-    u = int(np.max(np.abs(i - j), initial=0))
-    return 8 * (12 * (n + i.size) * m + (u + 2) * n * m + 3 * n * n)
+    them over the outputs it starts on (:func:`outputs`), every output's blocks ``D_k⁻¹`` and
+    ``P_k``, and the dense ``|rows|²`` system."""
+    n, pairs, u = _band(problem)
+    m, size = int(outputs(problem).size), -(-n // u) * u
+    return 8 * (12 * (n + pairs) * m + 2 * m * size * u + 3 * size * size + 4 * BATCH * size * u)
 
 
 def expected_seconds(problem: Problem) -> float:
@@ -188,42 +210,61 @@ def expected_seconds(problem: Problem) -> float:
 
 
 class _Factors:
-    """One iteration's factorisations: each output's ``H_y`` and the dense ``Σ_y H_y⁻¹``."""
+    """One iteration's factorisations: each output's ``H_y = L D Lᵀ`` by blocks of ``u`` rows
+    (``H_y`` is block tridiagonal: ``D_k = A_k − C_{k−1}ᵀ D_{k−1}⁻¹ C_{k−1}``, kept as ``D_k⁻¹`` and
+    ``P_k = D_k⁻¹ C_k``), and the dense ``Σ_y H_y⁻¹`` from the blocks' backward recursion
+    ``X_{k,j} = −P_k X_{k+1,j}``, ``X_{k,k} = D_k⁻¹ − X_{k,k+1} P_kᵀ`` — batched matrix products
+    over the outputs, where LAPACK's banded Cholesky, one output at a time, ran into subnormal
+    numbers (9 s for one 576-row band of width 24)."""
 
     def __init__(self, pairs: _Pairs, w: np.ndarray, d: np.ndarray):
-        n, m = pairs.n, w.shape[1]
-        bands = pairs.bands(w, d)
-        self.dense, self.factors = pairs.dense, []
-        total = np.zeros((n, n))
-        eye = np.eye(n)
-        for y in range(m):
-            band = np.ascontiguousarray(bands[:, :, y])
-            if self.dense:
-                h = np.diag(band[-1])
-                for off in range(1, pairs.u + 1):
-                    h += np.diag(band[pairs.u - off, off:], off) + np.diag(band[pairs.u - off, off:], -off)
-                factor, info = lapack.dpotrf(h, lower=0)
-                inverse = lapack.dpotri(factor, lower=0)[0] if info == 0 else None
-                if inverse is not None:
-                    inverse = np.triu(inverse) + np.triu(inverse, 1).T
-            else:
-                factor, info = lapack.dpbtrf(band)
-                inverse = lapack.dpbtrs(factor, eye)[0] if info == 0 else None
-            if info != 0:
-                raise np.linalg.LinAlgError(f"the Newton system of output {y} is not positive definite")
-            self.factors.append(factor)
-            total += inverse
-        self.schur = scipy.linalg.cho_factor(total)
+        n, u, r, m = pairs.n, pairs.u, pairs.r, w.shape[1]
+        self.n, self.u, self.r = n, u, r
+        self.dinv = np.empty((m, r, u, u))
+        self.p = np.empty((m, r - 1, u, u))
+        total = np.zeros((r * u, r * u))
+        for y0 in range(0, m, BATCH):
+            ys = slice(y0, min(y0 + BATCH, m))
+            a, c = pairs.blocks(w[:, ys], d[:, ys])
+            dinv, p = self.dinv[ys], self.p[ys]
+            for k in range(r):
+                dk = a[:, k] if k == 0 else a[:, k] - np.swapaxes(c[:, k - 1], 1, 2) @ p[:, k - 1]
+                dk = _flushed(dk)
+                np.linalg.cholesky(dk)  # LinAlgError where the Newton system lost definiteness
+                dinv[:, k] = np.linalg.inv(dk)
+                if k + 1 < r:
+                    p[:, k] = dinv[:, k] @ c[:, k]
+            row = dinv[:, r - 1]  # the block rows of every H_y⁻¹ from the last up, summed
+            total[(r - 1) * u:, (r - 1) * u:] += row.sum(axis=0)
+            for k in range(r - 2, -1, -1):
+                upper = -p[:, k] @ row
+                diag = dinv[:, k] - upper[:, :, :u] @ np.swapaxes(p[:, k], 1, 2)
+                total[k * u:(k + 1) * u, k * u:] += np.concatenate([diag, upper], axis=2).sum(axis=0)
+                row = np.concatenate([diag, upper], axis=2)
+        total = np.triu(total) + np.triu(total, 1).T
+        self.schur = scipy.linalg.cho_factor(_flushed(total[:n, :n]))
 
-    def solve(self, r: np.ndarray) -> np.ndarray:
-        """``H_y⁻¹ r_y`` for every output (``r`` ``[n, m]``)."""
-        out = np.empty_like(r)
-        for y, factor in enumerate(self.factors):
-            if self.dense:
-                out[:, y] = lapack.dpotrs(factor, r[:, y], lower=0)[0]
-            else:
-                out[:, y] = lapack.dpbtrs(factor, r[:, y])[0]
-        return out
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """``H_y⁻¹ rhs_y`` for every output (``rhs`` ``[n, m]``)."""
+        n, u, r = self.n, self.u, self.r
+        m = rhs.shape[1]
+        z = np.zeros((m, r * u))
+        z[:, :n] = rhs.T
+        z = z.reshape(m, r, u, 1)
+        for k in range(r - 1):  # L z = rhs
+            z[:, k + 1] -= np.swapaxes(self.p[:, k], 1, 2) @ z[:, k]
+        x = self.dinv @ z  # D
+        for k in range(r - 2, -1, -1):  # Lᵀ x = D⁻¹ z
+            x[:, k] -= self.p[:, k] @ x[:, k + 1]
+        return x.reshape(m, r * u)[:, :n].T
+
+
+def _flushed(x: np.ndarray) -> np.ndarray:
+    """``x`` with entries below :data:`TINY` of its largest set to 0: products of such entries fall
+    among subnormal numbers, on which the CPU's arithmetic is a hundred times slower (the 256-row
+    dense system of the Sacramento sales' 16×16 grid took 0.36 s to factorise, 1 ms without)."""
+    top = float(np.max(np.abs(x), initial=0.0))
+    return np.where(np.abs(x) < TINY * top, 0.0, x)
 
 
 def _start(pairs: _Pairs, loss: np.ndarray) -> np.ndarray:
@@ -370,6 +411,9 @@ class InteriorRun(Declared):
             hq = factors.solve(q)
             dmu = scipy.linalg.cho_solve(factors.schur, rp1 - hq.sum(axis=1))
             da = factors.solve(q + dmu[:, None])
+            for _ in range(REFINE):  # the rows' sums of the step, to the factors' accuracy
+                fix = scipy.linalg.cho_solve(factors.schur, rp1 - da.sum(axis=1))
+                dmu, da = dmu + fix, da + factors.solve(np.broadcast_to(fix[:, None], da.shape))
             dlam = w * (pairs.g @ da - rp2) + rs / s
             return da, (rs - s * dlam) / lam, dmu, dlam, (ra - z * da) / a
 
