@@ -205,7 +205,11 @@ def main() -> None:
                     help="interpreter whose highspy runs HiGHS (with highspy-extras for HiPO)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="diffpriv's limit per command (s)")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--table", action="store_true", help="print --out's rows as a Markdown table")
     args = ap.parse_args()
+    if args.table:
+        print(table(json.loads(args.out.read_text())))
+        return
     rows = json.loads(args.out.read_text()) if args.out.exists() else []
     done = {(r["dataset"], r["n"], r["neighbours"], r["eps_sacramento"], r["prior"]) for r in rows}
     for name in args.datasets:
@@ -235,6 +239,34 @@ def main() -> None:
                             _check(row)
                         rows.append(row)
                         args.out.write_text(json.dumps(rows, indent=1))
+
+
+def table(rows: list[dict]) -> str:
+    """The rows as the Markdown table of ``benchmarks/RESULTS.md``."""
+    def secs(res: dict) -> str:
+        if res.get("status") == "Optimal":
+            return f"{res['seconds']:.1f}"
+        if res.get("status") in ("Time limit reached", "no answer"):
+            return f"> {res.get('seconds', 0):.0f} (time limit)"
+        return f"{res.get('seconds', float('nan')):.1f} ({res.get('status')})"
+
+    lines = ["| data | grid | neighbours | ε per km (per side) | cells with data | diffpriv s (CLI) | run | "
+             "certified gap | peak MB | HiGHS simplex s | IPX s | HiPO s | PDLP s | × best HiGHS | "
+             "bound ≤ LP ≤ loss |", "|---|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        d, h = r["diffpriv"], r.get("highs", {})
+        solved = [v["seconds"] for k, v in h.items() if k != "lp" and v.get("status") == "Optimal"]
+        ratio = f"{d['seconds'] / min(solved):.3f}" if solved and "gap" in d else "–"
+        checks = [v["brackets"] for k, v in h.items() if k != "lp" and "brackets" in v]
+        check = ("yes" if all(checks) else "**no**") if checks else "–"
+        gap = f"{100 * d['gap']:.2f} %" if "gap" in d else d.get("error", "")[:40]
+        name = r["dataset"] + ("" if r["prior"] == "data" else " (uniform prior)")
+        lines.append(f"| {name} | {r['n']}×{r['n']} | {r['neighbours']} | "
+                     f"{r['eps_km']:.3g} ({r['eps_side']:.2f}) | {r['cells_with_data']} | "
+                     f"{d['seconds']:.1f} | {d.get('method', '–')} | {gap} | {d['peak_mb'] or 0:.0f} | "
+                     + " | ".join(secs(h[a]) if a in h else "–" for a in HIGHS_ALGORITHMS)
+                     + f" | {ratio} | {check} |")
+    return "\n".join(lines)
 
 
 def _check(row: dict) -> None:

@@ -39,6 +39,7 @@ _METHOD_TEXT = {
     "al": "al: augmented Lagrangian",
     "linear al": "linear al: augmented Lagrangian (Adam) on the linear constraints",
     "mirror": "mirror: mirror-prox on the Lagrangian",
+    "interior point": "interior point: primal-dual, over the output columns (banded Newton systems)",
     "highs": "highs: the exact LP (HiGHS)",
     "clarabel": "clarabel: the exact conic program (cvxpy, Clarabel)",
     "relaxation (highs)": "relaxation (highs): the linear constraints alone (HiGHS), repaired",
