@@ -12,16 +12,20 @@ structure rather than by a general sparse factorisation (which fills in: every r
 all outputs, every column's pair rows all rows). With ``z`` the multipliers of ``a ≥ 0``, ``s``
 the pair rows' slacks and ``λ`` their multipliers, the Newton step's table part for output ``y``
 is ``H_y Δa_y = q_y + Δμ`` with ``H_y = Gᵀ diag(λ_y/s_y) G + diag(z_y/a_y)`` — one banded
-symmetric positive definite matrix per output, factorised by LAPACK's banded Cholesky — and the
+symmetric positive definite matrix per output, block tridiagonal in blocks of the band's width
+``u`` and factorised so by batched matrix products over the outputs (:class:`_Factors`) — and the
 row sums' multipliers ``μ`` solve the dense ``|rows| × |rows|`` system ``(Σ_y H_y⁻¹) Δμ = r``.
-Forming ``Σ_y H_y⁻¹`` is the cost of an iteration: ``|outputs|`` banded solves with ``|rows|``
-right-hand sides (about ``4·R²·b`` operations each, ``b`` the band's width). It converges in
-30–60 iterations whatever the prior: column generation (:mod:`._columns`) needs few rounds on a
-uniform prior but stalls where the prior is concentrated (most cells of real location data are
-empty, and the master's multipliers of the empty rows swing), PDHG needs 10⁵ steps there.
+Forming ``Σ_y H_y⁻¹`` is the cost of an iteration, about ``2·R²·u`` operations per output. It
+converges in 15–30 iterations on real location data and on uniform priors: column generation
+(:mod:`._columns`) needs few rounds on a uniform prior but stalls where the prior is concentrated
+(most cells of real location data are empty, and the master's multipliers of the empty rows
+swing), PDHG needs 10⁵ steps there. Where the prior leaves most cells empty it runs on the cells
+that hold data as outputs (:func:`outputs`) and prices the others with HiGHS at its multipliers;
+those that would lower the loss join.
 
-**Feasible iterates, certified bounds.** The run starts from the uniform table (strictly inside
-the cone of budgets tightened by a hair, :func:`._linear.tighten_eps`) and keeps the pair rows'
+**Feasible iterates, certified bounds.** The run starts from the exponential mechanism at half
+the budgets (:func:`_start`, strictly inside the cone of budgets tightened by a hair,
+:func:`._linear.tighten_eps`) and keeps the pair rows'
 slacks positive, so every iterate is a table meeting the real budgets up to the rows' sums,
 which stay at 1 to rounding (the certifier's repair checks it). Its lower bound is weak duality
 at any ``μ`` and ``λ ≥ 0`` with entries at most 1 (the box every table meets):
@@ -86,11 +90,12 @@ PATIENCE = 8
 gap, once it has been below 20 %: on the Sacramento sales' 16×16 grid at ε = 2 per km
 (``e^{10.8}`` between 4-neighbours) the gap fell to 1.3 % by the 18th and rose from there as
 rounding took over."""
-ITERATIONS = 30
-FLOP_RATE = 2e9
-"""What :func:`expected_seconds` assumes: a run's iterations (19–27 on the Sacramento sales'
-16×16 grid, 4- and 8-neighbour cells) and LAPACK's banded solves' rate on the 2-core CPU (about
-2·10⁹ a second with ``|rows|`` right-hand sides)."""
+ITERATIONS = 28
+FLOP_RATE = 8e9
+"""What :func:`expected_seconds` assumes: a run's iterations (19–27 on the Sacramento sales' 16×16
+grid, 4- and 8-neighbour cells) and the rate of the blocks' batched products on the 2-core CPU
+(the Sacramento sales' 32×32 grid, 201 outputs of 1,024 rows: 1.35·10¹⁰ an iteration, 46 s in
+all through the CLI, ``benchmarks/geo_real.py``)."""
 MARGIN = 1e-12
 """The bound is lowered by this share of the absolute sum of its terms (float64 rounding)."""
 

@@ -490,7 +490,7 @@ AUTO = (
     Rule("pure local / extended DP under the expected loss, rows not balanced (most cells of real "
          "location data empty): the interior point", lambda f: f.solver == "columns" and f.interior
          and not f.balanced, ("interior", "exact?"), "interior",
-         "Sacramento sales, 6×6 to 16×16 grids: 8–27× faster than HiGHS (benchmarks/geo_real.py)"),
+         "three real data sets, 16×16: 27–47× faster than HiGHS's best algorithm (benchmarks/geo_real.py)"),
     Rule("pure local / extended DP below COLUMNS_FROM entries: HiGHS",
          lambda f: f.solver == "columns" and f.size < COLUMNS_FROM and f.exact is not None,
          ("exact", "columns", "own"), "exact", "COLUMNS_FROM: benchmarks/columns.py"),
