@@ -13,7 +13,7 @@ For each case, one after another on the same machine:
   ``diffpriv certify`` on its certificate, each in its own process under ``/usr/bin/time -v``
   (wall time, peak memory); the certified loss, the certificate's stated bound, the certified gap
   and the run that ran are read from ``summary.json``;
-* **HiGHS** on the same LP (built by diffpriv, written as an MPS file; the timing covers the
+* **HiGHS** on the same LP (``dp.solvers.write_lp``, an MPS file; the timing covers the
   solve only): its dual simplex, its interior point (IPX, no crossover), its new interior point
   HiPO (no crossover; where the interpreter of ``--highs-python`` has ``highspy`` with
   ``highspy-extras``) and PDLP (relative tolerance 10⁻⁴), each in its own process with
@@ -44,6 +44,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import diffpriv as dp  # noqa: E402
 from benchmarks.geo_data import DATASETS, binned, geo_problem, points_km  # noqa: E402
 
 CLI = [sys.executable, "-m", "diffpriv.cli"]
@@ -145,36 +146,11 @@ def run_diffpriv(name: str, n: int, eps_km: float, neighbours: str, prior: str, 
         return out
 
 
-def export_lp(problem, path: Path) -> dict:
-    """The LP diffpriv builds for HiGHS (:func:`diffpriv.solvers._lp._build`), as an MPS file."""
-    import highspy
-    import scipy.sparse
-
-    from diffpriv.solvers._lp import _build
-
-    lp = _build(problem, problem.blocks())
-    m_ub = lp.a_ub.shape[0]
-    a = scipy.sparse.vstack([lp.a_ub, lp.a_eq]).tocsc()
-    model = highspy.HighsLp()
-    model.num_col_, model.num_row_ = int(lp.c.size), int(a.shape[0])
-    model.col_cost_ = np.asarray(lp.c, np.float64)
-    model.col_lower_, model.col_upper_ = np.zeros(lp.c.size), np.full(lp.c.size, highspy.kHighsInf)
-    model.row_lower_ = np.r_[np.full(m_ub, -highspy.kHighsInf), lp.b_eq]
-    model.row_upper_ = np.r_[lp.b_ub, lp.b_eq]
-    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    model.a_matrix_.start_, model.a_matrix_.index_, model.a_matrix_.value_ = a.indptr, a.indices, a.data
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.passModel(model)
-    h.writeModel(str(path))
-    return {"variables": int(lp.c.size), "rows": int(a.shape[0]), "nonzeros": int(a.nnz)}
-
-
 def run_highs(problem, algorithms, limit: float, python: str, pdlp_limit: float) -> dict:
     out: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "geo.mps"
-        out["lp"] = export_lp(problem, path)
+        out["lp"] = dp.solvers.write_lp(problem, path)
         for algorithm in algorithms:
             cap = pdlp_limit if algorithm == "pdlp" else limit
             run = _timed([python, "-c", HIGHS_SCRIPT, str(path), json.dumps(HIGHS_OPTIONS[algorithm]),

@@ -1,6 +1,7 @@
 """Solvers: the first-order optimizer (JAX, loaded on first use) and the exact LP reference.
 
-* :func:`lp` — the exact optimum of a linear design problem (scipy's HiGHS), the yardstick.
+* :func:`lp` — the exact optimum of a linear design problem (scipy's HiGHS), the yardstick;
+  :func:`write_lp` writes that LP to a file (MPS) for other solvers.
 * :func:`convex` — the optimum of a problem with divergence constraints (cvxpy with Clarabel's
   exponential and power cones; a test extra: ``pip install -e '.[test]'``), the yardstick there.
 * :class:`Optimizer` (what ``diffpriv.optimize`` configures and runs), :func:`solve_batch` —
@@ -15,7 +16,7 @@
 from diffpriv._lazy import lazy_getattr
 from diffpriv.solvers._convex import ConvexResult, ConvexSolveError
 from diffpriv.solvers._convex import solve_convex as convex
-from diffpriv.solvers._lp import ReferenceResult, ReferenceSolveError
+from diffpriv.solvers._lp import ReferenceResult, ReferenceSolveError, write_lp
 from diffpriv.solvers._lp import solve_lp as lp
 from diffpriv.solvers._methods import exact_solver
 
@@ -32,4 +33,4 @@ __getattr__ = lazy_getattr("diffpriv.solvers", _LAZY)
 
 __all__ = ["ConvexResult", "ConvexSolveError", "OptimizeResult", "Optimizer", "ReferenceResult",
            "ReferenceSolveError", "convex", "exact_solver", "lp", "solve_batch", "solve_budgets",
-           "step_bytes"]
+           "step_bytes", "write_lp"]

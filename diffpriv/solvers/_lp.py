@@ -503,10 +503,8 @@ _COLD_SOLVERS = {"highs-ipm": "ipm", "highs-ds": "simplex", "highs": "choose"}
 """``solve_lp``'s ``method`` (``scipy.optimize.linprog``'s names) → HiGHS's ``solver`` option."""
 
 
-def _solve_highspy(lp: _LinearProgram, options: dict, basis: Basis | None, cold: str = "ipm"):
-    """The LP by highspy (what ``scipy.optimize.linprog`` wraps), warm-started from ``basis`` by
-    the dual simplex where it fits, else cold by HiGHS's ``solver`` ``cold`` (the interior point
-    method ends with a crossover); returns ``(linprog-like result, Basis)``."""
+def _highs_model(lp: _LinearProgram):
+    """``(highspy.HighsLp, inequality rows, their right-hand sides, the equalities')`` of ``lp``."""
     import highspy
 
     parts = [a for a in (lp.a_ub, lp.a_eq) if a is not None]
@@ -523,6 +521,31 @@ def _solve_highspy(lp: _LinearProgram, options: dict, basis: Basis | None, cold:
     model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     model.a_matrix_.start_, model.a_matrix_.index_ = matrix.indptr, matrix.indices
     model.a_matrix_.value_ = matrix.data
+    return model, m_ub, b_ub, b_eq
+
+
+def write_lp(problem: Problem, path) -> dict:
+    """Writes the LP :func:`solve_lp` solves for ``problem`` to ``path`` (HiGHS picks the format
+    from the suffix: ``.mps``, ``.lp``), so that other solvers, or HiGHS at other settings, run
+    the same program; returns its ``{"variables", "rows", "nonzeros"}``. The variables are the
+    support's table entries (then any auxiliary ones), in ``problem.support_mask()`` order."""
+    require_linear(problem, "LP reference")
+    admit(problem, "lp")
+    model, _, _, _ = _highs_model(_build(problem, problem.blocks()))
+    h = quiet_highs()
+    h.passModel(model)
+    h.writeModel(str(path))
+    return {"variables": int(model.num_col_), "rows": int(model.num_row_),
+            "nonzeros": int(len(model.a_matrix_.value_))}
+
+
+def _solve_highspy(lp: _LinearProgram, options: dict, basis: Basis | None, cold: str = "ipm"):
+    """The LP by highspy (what ``scipy.optimize.linprog`` wraps), warm-started from ``basis`` by
+    the dual simplex where it fits, else cold by HiGHS's ``solver`` ``cold`` (the interior point
+    method ends with a crossover); returns ``(linprog-like result, Basis)``."""
+    import highspy
+
+    model, m_ub, b_ub, b_eq = _highs_model(lp)
     h = quiet_highs()
     for key, value in options.items():
         h.setOptionValue(key, value)
