@@ -111,7 +111,7 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
         seconds["certify"] += time.perf_counter() - start
         return cert
 
-    with progress_bar(progress) as report:
+    with progress_bar(progress, opt.gap_tol) as report:
         result = opt(problem, seed=seed, init=init, progress=report)
         count(result)
         if result.plan == "lean":  # its multipliers alone are GBs (a 100×100 grid's: 1.6 GB), which

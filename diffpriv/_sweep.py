@@ -22,7 +22,8 @@ several processes (``jax.distributed.initialize``, one per host, each running th
 batch runs over all their devices and process 0 alone reads and writes the folder.
 Budgets run in the order given, each warm-started from the previous budget's run
 where the same solver runs both: HiGHS from its last basis (the dual simplex then takes a few
-pivots), PDHG from its iterates; the other solvers start cold.
+pivots), PDHG from its iterates, the interior point from its outputs and (where the budget grows)
+its last iterate; the other solvers start cold.
 """
 
 from __future__ import annotations

@@ -243,6 +243,9 @@ class Declared:
     """Continues a run from a result of its own (``init=``: a warm start, another budget)."""
     takes_basis: ClassVar[bool] = False
     """Starts from a simplex basis (``basis=``: an exact run's result, warm-starting HiGHS)."""
+    takes_iterate: ClassVar[bool] = False
+    """Starts from the last iterate of a run of its own at another budget (``iterate=``: its
+    result's ``state``, an :class:`._interior.Iterate`; a sweep's next budget)."""
     takes_start: ClassVar[bool] = False
     """Starts from a table (``start=``): the table of the route's run before it that stopped short."""
     takes_floor: ClassVar[bool] = False

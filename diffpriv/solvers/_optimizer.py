@@ -44,6 +44,7 @@ from diffpriv.solvers import _pdhg
 from diffpriv.solvers._convex import ConvexSolveError
 from diffpriv.solvers._cuts import CutsRun, CutsSolveError
 from diffpriv.solvers._driver import OptimizeResult, Status, check_finite, drive, relative_gap
+from diffpriv.solvers._interior import Iterate
 from diffpriv.solvers._linear import linear_data, operator, sparse_matrix, the_table, tighten
 from diffpriv.solvers._lp import Basis, ReferenceSolveError
 from diffpriv.solvers._mechanism import Mechanism
@@ -81,7 +82,8 @@ class Optimizer(Options):
         shape (its primal and dual state: the run continues, e.g. at a neighbouring budget), or
         from a :class:`~diffpriv.mechanisms.Mechanism` or a table (primal only). The result of an exact
         linear run (``method == "highs"``) warm-starts HiGHS instead, from its basis, where the
-        route runs the exact LP again (else the run starts cold).
+        route runs the exact LP again, and that of an interior point run the interior point, from
+        its outputs and (at budgets at least as large) its last iterate (else the run starts cold).
         """
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
             raise ValueError(f"seed: must be an integer in [0, 2**32), got {seed!r}")
@@ -101,8 +103,9 @@ class Optimizer(Options):
         ``deadline`` (``time.perf_counter()``) once one has a table, and a run stopped by it or
         by Ctrl-C ends the route with its table."""
         basis = init.state if isinstance(init, OptimizeResult) and isinstance(init.state, Basis) else None
-        if basis is not None:  # an exact run's result: its basis warm-starts HiGHS, and only HiGHS
-            init = None
+        iterate = init.state if isinstance(init, OptimizeResult) and isinstance(init.state, Iterate) else None
+        if basis is not None or iterate is not None:  # an exact run's basis warm-starts HiGHS, an
+            init = None  # interior point's iterate the interior point, and only these
         names = route(problem, self.method, gap_tol=self.gap_tol, warm=init is not None)
         tried = None  # the result of a run that hands over, which did not converge
         relaxed = None  # the linear relaxation's, whose bound holds for the problem too
@@ -114,6 +117,8 @@ class Optimizer(Options):
                 extra["init"] = init
             if cls.takes_basis:
                 extra["basis"] = basis
+            if cls.takes_iterate:
+                extra["iterate"] = iterate
             if cls.takes_start and tried is not None and tried is not relaxed:  # the try before's table
                 extra["start"] = tried.table
             if cls.takes_floor and relaxed is not None:  # it stops on the better bound
@@ -211,7 +216,7 @@ def optimize(problem: Problem, *, steps: int | None = None, seed: int = 0,
     if steps is not None:
         options["steps"] = steps
     opt = Optimizer(**options)
-    with progress_bar(progress) as report:
+    with progress_bar(progress, opt.gap_tol) as report:
         return opt(problem, seed=seed, init=init, progress=report)
 
 

@@ -53,11 +53,14 @@ def test_every_iterate_is_a_table_within_the_budgets_and_every_bound_holds():
     optimum = dp.solvers.lp(problem).value
     run = _interior.InteriorRun(Options(gap_tol=1e-6, steps=40), problem, 0)
     for _ in range(25):
-        run.chunk()
+        status = run.chunk().status
         assert run.bound <= optimum + 1e-9
         table = run.table()
         assert np.allclose(table.sum(axis=-1), 1.0, atol=1e-9)
         assert dp.certify(problem, table).ok
+        if status is not None:  # the run ended (the driver stops here)
+            break
+    assert run.iterations >= 10
 
 
 def test_local_dp_with_every_row_linked_matches_the_lp():
@@ -109,3 +112,71 @@ def test_write_lp_writes_the_reference_lp_that_highs_reads_back_at_its_optimum(t
     h.run()
     assert h.getNumCol() == sizes["variables"] and h.getNumRow() == sizes["rows"]
     assert h.getInfo().objective_function_value == pytest.approx(dp.solvers.lp(problem).value, rel=1e-7)
+
+
+def test_a_budgets_result_warm_starts_the_next_from_its_outputs_and_its_iterate():
+    """A sweep's next budget starts from the last run's outputs and, where the budgets grow, its
+    iterate (a smaller budget's table is inside a larger one's cone); it still ends within
+    ``gap_tol`` of the LP optimum, and a smaller budget starts from the outputs alone."""
+    from diffpriv.solvers._options import Options
+
+    small, large = _concentrated(6, 0.5, 1.0, 5), _concentrated(6, 0.9, 1.0, 5)
+    first = dp.design(small, method="interior", gap_tol=1e-3).result
+    assert isinstance(first.state, _interior.Iterate)
+    outs, table = _interior.InteriorRun(Options(), large, 0)._warm(first.state)
+    assert table is not None and np.array_equal(outs, first.state.outs)
+    assert _interior.InteriorRun(Options(), small, 0)._warm(
+        _interior.InteriorRun(Options(), large, 0).iterate())[1] is None  # a smaller budget: outputs only
+    other = _concentrated(5, 0.9, 1.0, 5)
+    assert _interior.InteriorRun(Options(), other, 0)._warm(first.state) is None  # another problem
+    d = dp.design(large, method="interior", gap_tol=1e-3, init=first)
+    optimum = dp.solvers.lp(large).value
+    assert d.certificate.ok and d.result.method == "interior point" and d.result.converged
+    assert d.result.lower_bound <= optimum + 1e-9 <= d.certificate.loss + 2e-9
+    assert d.certificate.loss <= optimum * (1 + 1e-3) + 1e-9
+
+
+def test_the_gap_it_reports_holds_against_the_lp_optimum():
+    """Each chunk's gap, once the run has a bound of the whole problem, is at least the iterate's
+    own gap to the LP optimum (its bound is below the optimum, its table feasible)."""
+    from diffpriv.solvers._driver import Status
+    from diffpriv.solvers._options import Options
+
+    problem = _concentrated(6, 0.7, 1.0, 5)
+    optimum = dp.solvers.lp(problem).value
+    run = _interior.InteriorRun(Options(gap_tol=1e-3, steps=60), problem, 0)
+    assert run.others.size  # outputs left out, priced
+    seen = 0
+    for _ in range(60):
+        chunk = run.chunk()
+        if run.priced:
+            seen += 1
+            loss = float(np.sum(run.c * run.a))
+            assert chunk.gap >= (loss - optimum) / loss - 1e-9
+        if chunk.status is not None:
+            break
+    assert seen and chunk.status is Status.CONVERGED
+
+
+def test_a_sweep_over_epsilon_runs_each_budget_from_the_last(monkeypatch):
+    """``dp.sweep`` hands each interior point result to the next budget (its ``state``), and every
+    budget's certified loss is within ``gap_tol`` of its LP optimum."""
+    from diffpriv._sweep import at_budget
+
+    problem = _concentrated(6, 0.5, 1.0, 5)
+    seen = []
+    real = _interior.InteriorRun._warm
+
+    def warm(self, iterate):
+        seen.append(iterate is not None)
+        return real(self, iterate)
+
+    monkeypatch.setattr(_interior.InteriorRun, "_warm", warm)
+    budgets = (0.4, 0.8, 1.6)
+    frontier = dp.sweep(problem, budgets, method="interior", gap_tol=1e-3)
+    assert seen == [False, True, True]
+    for budget, row in zip(budgets, frontier.rows, strict=True):
+        optimum = dp.solvers.lp(at_budget(problem, 0, "epsilon", budget)).value
+        assert row["ok"] and row["method"] == "interior point" and row["gap"] <= 1e-3
+        assert row["lower_bound"] <= optimum + 1e-9 <= row["certified_loss"] + 2e-9
+        assert row["certified_loss"] <= optimum * (1 + 1e-3) + 1e-9
