@@ -44,12 +44,18 @@ class Pricing:
         h.setOptionValue("dual_feasibility_tolerance", TOLERANCE)
         m = i.size
         block = pair_rows(n_rows, i, j, eps)
+        self.true_op = block.T.tocsr()  # Mᵀλ at the real budgets
         h.addVars(n_rows, np.zeros(n_rows), np.ones(n_rows))
         h.addRows(m, np.full(m, -highspy.kHighsInf), np.zeros(m), block.nnz,
                   block.indptr[:-1].astype(np.int32), block.indices.astype(np.int32), block.data)
         self.n, self.index = n_rows, np.arange(n_rows, dtype=np.int32)
         self.bases: dict[int, object] = {}
         self.upper = np.ones(n_rows)
+
+    def term(self, g: np.ndarray, lam: np.ndarray, upper: np.ndarray) -> float:
+        """The bound on ``min g·a`` over the column's cone, ``0 ≤ a ≤ upper``, that multipliers
+        ``λ ≥ 0`` of its pair rows prove: ``Σ min(0, (g + Mᵀλ)·upper)`` (weak duality)."""
+        return float(np.sum(np.minimum(0.0, (g + self.true_op @ lam) * upper)))
 
     def solve(self, y: int, g: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The optimal ``a`` and the multipliers ``λ ≥ 0`` of the bounds for cost ``g``."""

@@ -63,7 +63,7 @@ import scipy.sparse
 import scipy.sparse.csgraph
 
 from diffpriv.problems._problem import Problem
-from diffpriv.solvers._column_pricing import TOLERANCE, DivergencePricing, DivergenceTerms, Pricing, pair_rows
+from diffpriv.solvers._column_pricing import TOLERANCE, DivergencePricing, DivergenceTerms, Pricing
 from diffpriv.solvers._cut_lp import CutsSolveError
 from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 from diffpriv.solvers._highs import quiet_highs
@@ -245,7 +245,6 @@ class ColumnsRun(Declared):
         self.rated = np.flatnonzero(self.weights > 0)  # the worst case's rows
         i, j, eps = _edges(problem, tight=False)
         tight = tighten_eps(eps)
-        self.true_op = pair_rows(self.n_rows, i, j, eps).T.tocsr()  # Mᵀλ at the real budgets
         self.zero = _forced_zero(problem, i, j)
         self.raise_edges = (i, j, np.maximum(tight, 1e-300))
         self.terms = None if problem.linear else DivergenceTerms(problem, DIVERGENCE_MARGIN)
@@ -402,7 +401,7 @@ class ColumnsRun(Declared):
             g = weights * self.loss[:, y] - mu
             upper = self._upper(y)
             a, lam = self.pricing.solve(y, g, upper)
-            bound += float(np.sum(np.minimum(0.0, (g + self.true_op @ lam) * upper)))
+            bound += self.pricing.term(g, lam, upper)
             if g @ a < -1e-9 * scale:
                 ray = self._raised(a)
                 if g @ ray < -1e-9 * scale and np.all(ray[upper == 0] == 0) and self._add(y, ray):

@@ -136,7 +136,7 @@ class _Pairs:
 
         ns, nx, ny = problem.shape
         self.n = n = ns * nx
-        i, j, eps = _edges(problem, tight=False)
+        self.edges = i, j, eps = _edges(problem, tight=False)  # the problem's row order, real budgets
         order = self._order(n, i, j)
         self.order, self.back = order, np.argsort(order)
         i, j = self.back[i], self.back[j]  # positions in the new order
@@ -357,11 +357,9 @@ class InteriorRun(Declared):
     def _warm(self, iterate: Iterate | None) -> tuple[np.ndarray, np.ndarray | None] | None:
         """A previous budget's outputs and (where every budget is at least its own) its table, in
         the band's row order; ``None`` where ``iterate`` is of another problem."""
-        from diffpriv.solvers._columns import _edges
-
         if iterate is None or tuple(iterate.shape) != self.problem.shape:
             return None
-        i, j, eps = _edges(self.problem, tight=False)
+        i, j, eps = self.pairs.edges
         pi, pj, peps = iterate.pairs
         if not (np.array_equal(i, pi) and np.array_equal(j, pj)):
             return None
@@ -372,10 +370,7 @@ class InteriorRun(Declared):
 
     def iterate(self) -> Iterate:
         """The current iterate, to start a run at another budget (:class:`Iterate`)."""
-        from diffpriv.solvers._columns import _edges
-
-        pairs = _edges(self.problem, tight=False)
-        return Iterate(self.problem.shape, self.outs, self.a[self.pairs.back], pairs)
+        return Iterate(self.problem.shape, self.outs, self.a[self.pairs.back], self.pairs.edges)
 
     def _begin(self, outs: np.ndarray, table: np.ndarray | None = None) -> None:
         """(Re)starts the iterates on the outputs ``outs`` (the others held at 0), from ``table``
@@ -409,15 +404,13 @@ class InteriorRun(Declared):
         """Each output not run: a lower bound on ``min (c_y − μ)·a`` over its cone's columns with
         entries at most 1 (:class:`._column_pricing.Pricing`, HiGHS, its multipliers at the real
         budgets); ``[len(others)]``."""
-        from diffpriv.solvers._column_pricing import Pricing, pair_rows
-        from diffpriv.solvers._columns import _edges
+        from diffpriv.solvers._column_pricing import Pricing
 
         back = self.pairs.back
         self.priced = True
         if self.pricing is None:
-            i, j, eps = _edges(self.problem, tight=False)
-            self.pricing = Pricing(self.pairs.n, i, j, eps), pair_rows(self.pairs.n, i, j, eps).T.tocsr()
-        pricing, true_op = self.pricing
+            self.pricing = Pricing(self.pairs.n, *self.pairs.edges)
+        pricing = self.pricing
         mu = self.mu[back]  # the problem's row order
         cost = self.cost[back]
         ones = np.ones(self.pairs.n)
@@ -425,8 +418,8 @@ class InteriorRun(Declared):
         for k, y in enumerate(self.others):
             g = cost[:, y] - mu
             _, lam = pricing.solve(int(y), g, ones)
-            terms = np.minimum(0.0, g + true_op @ lam)
-            out[k] = float(np.sum(terms)) - MARGIN * float(np.sum(np.abs(g)) + np.sum(np.abs(terms)))
+            term = pricing.term(g, lam, ones)  # ≤ 0: the sum of its entries' sizes is −term
+            out[k] = term - MARGIN * (float(np.sum(np.abs(g))) - term)
         return out
 
     def _short(self, priced: np.ndarray, own: float) -> np.ndarray:
