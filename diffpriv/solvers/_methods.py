@@ -488,9 +488,13 @@ AUTO = (
     Rule("pure pair bounds beside f-divergences, larger", lambda f: f.pairs_beside, ("own",), "pdhg",
          "COLUMNS_BESIDE_TO"),
     Rule("pure local / extended DP under the expected loss, rows not balanced (most cells of real "
-         "location data empty): the interior point", lambda f: f.solver == "columns" and f.interior
-         and not f.balanced, ("interior", "exact?"), "interior",
+         "location data empty): the interior point", lambda f: f.interior and not f.balanced,
+         ("interior", "exact?"), "interior",
          "three real data sets, 16×16: 27–47× faster than HiGHS's best algorithm (benchmarks/geo_real.py)"),
+    Rule("pure local / extended DP under the expected loss beyond column generation's ratios "
+         "(e^ε above its LARGEST_RATIO between two rows): the interior point",
+         lambda f: f.solver is None and f.interior, ("interior", "exact?", "own"), "interior",
+         "Sacramento 16×16, 8-neighbour cells, 2 per km, uniform prior: 2.4 s, PDHG not done in 180 s"),
     Rule("pure local / extended DP below COLUMNS_FROM entries: HiGHS",
          lambda f: f.solver == "columns" and f.size < COLUMNS_FROM and f.exact is not None,
          ("exact", "columns", "own"), "exact", "COLUMNS_FROM: benchmarks/columns.py"),

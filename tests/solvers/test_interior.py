@@ -180,3 +180,49 @@ def test_a_sweep_over_epsilon_runs_each_budget_from_the_last(monkeypatch):
         assert row["ok"] and row["method"] == "interior point" and row["gap"] <= 1e-3
         assert row["lower_bound"] <= optimum + 1e-9 <= row["certified_loss"] + 2e-9
         assert row["certified_loss"] <= optimum * (1 + 1e-3) + 1e-9
+
+
+def test_auto_runs_it_where_budgets_between_cells_exceed_column_generations_ratios():
+    """Cells within 2.9 units at ε = 5 per unit (``e^{14.1}`` between the farthest, beyond column
+    generation's :data:`._columns.LARGEST_RATIO`): ``"auto"`` runs the interior point, on a
+    concentrated prior and on the uniform one, within ``gap_tol`` of the LP optimum."""
+    from diffpriv.solvers import _columns
+
+    concentrated = _concentrated(5, 5.0, 2.9, 6)
+    uniform = dataclasses.replace(concentrated, prior=np.full(25, 1 / 25))
+    for problem in (concentrated, uniform):
+        assert not _columns.applies(problem) and _interior.applies(problem)
+        assert _methods.route(problem, "auto", gap_tol=1e-2)[0] == "interior"
+        optimum = dp.solvers.lp(problem).value
+        d = dp.design(problem, gap_tol=1e-2)
+        assert d.certificate.ok and d.result.method == "interior point"
+        assert d.result.lower_bound <= optimum * (1 + 1e-7) + 1e-12
+        assert optimum <= d.certificate.loss * (1 + 1e-7) + 1e-12
+        assert d.certificate.loss <= optimum * (1 + 1e-2) + 1e-12
+
+
+def test_pricing_bounds_hold_and_trimming_only_tightens_them():
+    """:meth:`._column_pricing.Pricing.term` at HiGHS's multipliers and at perturbed ones: never
+    above the pricing LP's optimum (scipy's ``linprog`` on the same LP, a model of its own), and
+    never below the bound of the multipliers as given."""
+    import scipy.optimize
+
+    from diffpriv.solvers._column_pricing import Pricing, pair_rows
+    from diffpriv.solvers._columns import _edges
+
+    rng = np.random.default_rng(3)
+    problem = _concentrated(5, 6.0, 1.5, 2)
+    i, j, eps = _edges(problem, tight=False)
+    n = 25
+    pricing = Pricing(n, i, j, eps)
+    rows = pair_rows(n, i, j, eps)
+    ones = np.ones(n)
+    for y in range(8):
+        g = rng.normal(size=n) * np.where(rng.random(n) < 0.3, 1e-6, 1.0)
+        opt = scipy.optimize.linprog(g, A_ub=rows.toarray(), b_ub=np.zeros(i.size), bounds=(0, 1),
+                                     method="highs").fun
+        _, lam = pricing.solve(y, g, ones)
+        for mult in (lam, lam * rng.uniform(0.5, 2.0, lam.size), rng.exponential(1e-3, lam.size)):
+            plain = pricing._value(g, mult, ones)
+            term = pricing.term(g, mult, ones)
+            assert plain <= term <= opt + 1e-9 * (1 + abs(opt))
