@@ -188,6 +188,8 @@ def main() -> None:
         return
     rows = json.loads(args.out.read_text()) if args.out.exists() else []
     done = {(r["dataset"], r["n"], r["neighbours"], r["eps_sacramento"], r["prior"]) for r in rows}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT).stdout.strip()
     for name in args.datasets:
         for n in args.sizes:
             for neighbours in args.neighbours:
@@ -202,7 +204,7 @@ def main() -> None:
                               f"({eps_km * cell:.3g} per side) {prior} prior", flush=True)
                         row = {"dataset": name, "n": n, "neighbours": neighbours, "eps_sacramento": eps,
                                "eps_km": eps_km, "eps_side": eps_km * cell, "prior": prior,
-                               "cells_with_data": int((binned(name, n)[1] > 0).sum())}
+                               "cells_with_data": int((binned(name, n)[1] > 0).sum()), "commit": commit}
                         row["diffpriv"] = run_diffpriv(name, n, eps_km, neighbours, prior, args.timeout)
                         d = row["diffpriv"]
                         print(f"    diffpriv {d.get('method')} {d.get('stop')} {d['seconds']:.1f} s "
