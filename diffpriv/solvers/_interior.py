@@ -403,8 +403,9 @@ class InteriorRun(Declared):
     def _price(self) -> np.ndarray:
         """Each output not run: a lower bound on ``min (c_y − μ)·a`` over its cone's columns with
         entries at most 1 (:class:`._column_pricing.Pricing`, HiGHS, its multipliers at the real
-        budgets); ``[len(others)]``."""
+        budgets, trimmed; ``λ = 0`` where HiGHS finds no optimum); ``[len(others)]``."""
         from diffpriv.solvers._column_pricing import Pricing
+        from diffpriv.solvers._cut_lp import CutsSolveError
 
         back = self.pairs.back
         self.priced = True
@@ -417,7 +418,10 @@ class InteriorRun(Declared):
         out = np.empty(self.others.size)
         for k, y in enumerate(self.others):
             g = cost[:, y] - mu
-            _, lam = pricing.solve(int(y), g, ones)
+            try:
+                _, lam = pricing.solve(int(y), g, ones)
+            except CutsSolveError:  # HiGHS found no optimum: λ = 0 proves Σ min(0, g)
+                lam = np.zeros(pricing.j.size)
             term = pricing.term(g, lam, ones)  # ≤ 0: the sum of its entries' sizes is −term
             out[k] = term - MARGIN * (float(np.sum(np.abs(g))) - term)
         return out

@@ -226,3 +226,28 @@ def test_pricing_bounds_hold_and_trimming_only_tightens_them():
             plain = pricing._value(g, mult, ones)
             term = pricing.term(g, mult, ones)
             assert plain <= term <= opt + 1e-9 * (1 + abs(opt))
+
+
+def test_a_pricing_lp_highs_does_not_solve_is_bounded_at_zero_multipliers(monkeypatch):
+    """Where HiGHS finds no optimum of an output's pricing LP, that output's term is ``λ = 0``'s
+    (``Σ min(0, g)``, valid for any column with entries in [0, 1]): the run still ends certified
+    within ``gap_tol`` of the LP optimum, its bound below it."""
+    from diffpriv.solvers._column_pricing import Pricing
+    from diffpriv.solvers._cut_lp import CutsSolveError
+
+    problem = _concentrated(6, 0.7, 1.0, 5)
+    assert _interior.outputs(problem).size < 36  # outputs are left out, and priced
+    real, failed = Pricing.solve, []
+
+    def solve(self, y, g, upper):
+        if y % 2:
+            failed.append(y)
+            raise CutsSolveError("optimizer: HiGHS found no optimum of a pricing LP (Solve error)")
+        return real(self, y, g, upper)
+
+    monkeypatch.setattr(Pricing, "solve", solve)
+    optimum = dp.solvers.lp(problem).value
+    d = dp.design(problem, method="interior", gap_tol=1e-3)
+    assert failed and d.certificate.ok and d.result.converged
+    assert d.result.lower_bound <= optimum + 1e-9 <= d.certificate.loss + 2e-9
+    assert d.certificate.loss <= optimum * (1 + 1e-3) + 1e-9
