@@ -15,12 +15,13 @@ from diffpriv.solvers._cut_lp import CutsSolveError
 from diffpriv.solvers._cuts import START_RATIOS, Terms, _term_values, _terms, tangents
 from diffpriv.solvers._highs import quiet_highs
 
-__all__ = ["DivergencePricing", "DivergenceTerms", "Pricing", "hockey_sticks", "pair_rows"]
+__all__ = ["DivergencePricing", "DivergenceTerms", "Pricing", "hockey_sticks", "into_rows", "pair_rows",
+           "trimmed"]
 
 TOLERANCE = 1e-9
 """HiGHS's primal and dual feasibility tolerances (the master's too)."""
 TRIMS = 3
-"""Rounds of :meth:`Pricing._trimmed` (on the case of its docstring the first gave −5.4·10⁻⁷, the
+"""Rounds of :func:`trimmed` (on the pricing LP of its docstring the first gave −5.4·10⁻⁷, the
 third −5.3·10⁻⁷, later ones no more)."""
 
 
@@ -32,6 +33,38 @@ def pair_rows(n_rows: int, i, j, eps) -> scipy.sparse.csr_array:
                                   shape=(m, n_rows))
     rows.sort_indices()
     return rows
+
+
+def into_rows(n_rows: int, j, eps) -> scipy.sparse.csr_array:
+    """``[rows, pairs]``: each pair bound ``a[i] ≤ e^{ε} a[j]``'s ``e^{ε}`` at its row ``j``."""
+    j = np.asarray(j)
+    return scipy.sparse.csr_array((np.exp(np.asarray(eps, np.float64)), (j, np.arange(j.size))),
+                                  shape=(n_rows, j.size))
+
+
+def trimmed(g: np.ndarray, lam: np.ndarray, true_op, into, j: np.ndarray, upper: np.ndarray | None = None):
+    """:data:`TRIMS` rounds of multipliers ``λ ≥ 0`` of pair bounds ``a[i] ≤ e^ε a[j]`` (``[pairs]``,
+    or ``[pairs, columns]`` beside ``g`` ``[rows, columns]``), each bound's multiplier scaled down
+    where row ``j``'s reduced cost ``g + Mᵀλ`` (``true_op = Mᵀ``) is negative, by as much as
+    cancels it (to 0 at most; ``into`` from :func:`into_rows`; rows where ``upper`` is 0 left
+    alone). A solver's multipliers are exact only to its tolerances, and a bound's multiplier
+    enters row ``j`` times ``e^ε``: at ``e^{10.8}`` between neighbours (the Sacramento sales' 16×16
+    grid, 8-neighbour cells, 2 per km) HiGHS's proved −3·10⁻³ of a pricing LP where ``λ = 0``
+    proves −5.6·10⁻⁶ and these −5.3·10⁻⁷. Row ``i`` loses at most ``e^{−ε}`` of what row ``j``
+    gains. Any ``λ ≥ 0`` proves a bound by weak duality, so none of this needs to be exact: the
+    caller keeps the best."""
+    for _ in range(TRIMS):
+        reduced = g + true_op @ lam
+        inflow = into @ lam
+        short = (reduced < 0) & (inflow > 0)
+        if upper is not None:
+            short &= (upper > 0).reshape((-1,) + (1,) * (reduced.ndim - 1))
+        if not short.any():
+            return
+        keep = np.ones(reduced.shape)
+        keep[short] = np.clip(1.0 + reduced[short] / inflow[short], 0.0, 1.0)
+        lam = lam * keep[j]
+        yield lam
 
 
 class Pricing:
@@ -48,7 +81,7 @@ class Pricing:
         m = i.size
         block = pair_rows(n_rows, i, j, eps)
         self.true_op = block.T.tocsr()  # Mᵀλ at the real budgets
-        self.j, self.ratio = np.asarray(j), np.exp(np.asarray(eps, np.float64))
+        self.j, self.into = np.asarray(j), into_rows(n_rows, j, eps)
         h.addVars(n_rows, np.zeros(n_rows), np.ones(n_rows))
         h.addRows(m, np.full(m, -highspy.kHighsInf), np.zeros(m), block.nnz,
                   block.indptr[:-1].astype(np.int32), block.indices.astype(np.int32), block.data)
@@ -59,34 +92,14 @@ class Pricing:
     def term(self, g: np.ndarray, lam: np.ndarray, upper: np.ndarray) -> float:
         """The bound on ``min g·a`` over the column's cone, ``0 ≤ a ≤ upper``, that multipliers
         ``λ ≥ 0`` of its pair rows prove: ``Σ min(0, (g + Mᵀλ)·upper)`` (weak duality), at ``λ``
-        or at the multipliers :meth:`_trimmed` makes of them, whichever proves more."""
+        or at the multipliers :func:`trimmed` makes of them, whichever proves more."""
         best = self._value(g, lam, upper)
-        for trimmed in self._trimmed(g, lam, upper):
-            best = max(best, self._value(g, trimmed, upper))
+        for cut in trimmed(g, lam, self.true_op, self.into, self.j, upper):
+            best = max(best, self._value(g, cut, upper))
         return best
 
     def _value(self, g: np.ndarray, lam: np.ndarray, upper: np.ndarray) -> float:
         return float(np.sum(np.minimum(0.0, (g + self.true_op @ lam) * upper)))
-
-    def _trimmed(self, g: np.ndarray, lam: np.ndarray, upper: np.ndarray):
-        """:data:`TRIMS` rounds of ``λ`` with each bound ``a[i] ≤ e^ε a[j]``'s multiplier scaled
-        down where row ``j``'s reduced cost is negative, by as much as cancels it (to 0 at most).
-        HiGHS's multipliers are exact only to its tolerances, and a bound's multiplier enters row
-        ``j`` times ``e^ε``: at ``e^{10.8}`` between neighbours (the Sacramento sales' 16×16 grid,
-        8-neighbour cells, 2 per km) they proved −3·10⁻³ where ``λ = 0`` proves −5.6·10⁻⁶ and these
-        −5.3·10⁻⁷. A row ``i``'s loss from a scaled multiplier is at most ``e^{−ε}`` of row ``j``'s
-        gain. Any ``λ ≥ 0`` is a proof, so none of this needs to be exact."""
-        j, ratio = self.j, self.ratio
-        for _ in range(TRIMS):
-            reduced = g + self.true_op @ lam
-            into = np.bincount(j, ratio * lam, minlength=self.n)
-            short = (reduced < 0) & (into > 0) & (upper > 0)
-            if not short.any():
-                return
-            keep = np.ones(self.n)
-            keep[short] = np.clip(1.0 + reduced[short] / into[short], 0.0, 1.0)
-            lam = lam * keep[j]
-            yield lam
 
     def solve(self, y: int, g: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The optimal ``a`` and the multipliers ``λ ≥ 0`` of the bounds for cost ``g``."""
