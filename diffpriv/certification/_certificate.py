@@ -289,7 +289,58 @@ QUANTIZE_ROUNDS = 8
 """Most repair-and-round rounds of :func:`certify` with ``quantize``."""
 
 
+LIFT_COUNTS = 2**20
+"""What :func:`_quantized`'s second candidate lifts every entry to, in counts (before rounding)."""
+
+
 def _quantized(problem: Problem, fixed: Repair, bits: int, repair: bool):
+    """``(Repair, levels)`` of the table rounded to counts over ``2^bits``: of :func:`_rounded`
+    from the table, or, where that needed a repair, from the table mixed with the uniform output
+    first, at the least ``t`` that lifts every entry to :data:`LIFT_COUNTS` counts
+    (:func:`_lifted`) — whichever meets every budget at the lower objective (without ``repair``,
+    only where the table held before rounding, as there). Entries of a few counts move by a large
+    share of themselves when rounded: the tail of a geo-indistinguishable table (``e^{−ε·d}``;
+    27,220 of the 65,536 entries of column generation's table for Sacramento's 16×16 grid at 2.71
+    per cell side are below 10⁻¹⁴) broke its ratios at every rounding, and the raised targets
+    mixed 91 % of the uniform output in (loss 41.2 km for 1.31); lifted, every entry moves by at
+    most 2⁻²⁰ of itself, which the lift's own slack in every ratio (``(e^ε − 1)·t/|Y|``) absorbs."""
+    from diffpriv.certification._levels import comparison_levels
+    from diffpriv.certification._safety import holds
+    from diffpriv.problems._blocks import budgets
+
+    first, levels = _rounded(problem, fixed, bits, repair)
+    if first.t <= fixed.t and all(c.ok for c in levels):
+        return first, levels
+    blocks = problem.blocks()
+    if not repair and not holds(comparison_levels(problem, fixed.table, blocks), budgets(blocks),
+                                problem.shape).all():
+        return first, levels  # as :func:`_rounded` left it: the table did not hold before rounding
+    lift = _lifted(problem, fixed, bits)
+    if lift is None:
+        return first, levels
+    second, second_levels = _rounded(problem, lift, bits, repair)
+    ok, second_ok = all(c.ok for c in levels), all(c.ok for c in second_levels)
+    if second_ok and (not ok or problem.objective_value(second.table) < problem.objective_value(first.table)):
+        return second, second_levels
+    return first, levels
+
+
+def _lifted(problem: Problem, fixed: Repair, bits: int) -> Repair | None:
+    """``fixed`` mixed with the uniform output over the outputs every row allows, at the least
+    ``t`` that puts every entry at :data:`LIFT_COUNTS` counts or more (at most 1/2); None where
+    no output is allowed in every row."""
+    common = problem.support_mask().all(axis=(0, 1))
+    if not common.any():
+        return None
+    nu = common / common.sum()
+    t = min(0.5, LIFT_COUNTS * 2.0 ** -bits / float(nu.max()))
+    table = (1.0 - t) * fixed.table + t * nu
+    total = 1.0 - (1.0 - fixed.t) * (1.0 - t)
+    mixed = t * nu if fixed.nu is None else (1.0 - t) * fixed.t * fixed.nu + t * nu
+    return Repair(table, total, mixed / mixed.sum(), "uniform" if fixed.t == 0 else fixed.strategy)
+
+
+def _rounded(problem: Problem, fixed: Repair, bits: int, repair: bool):
     """``(Repair, levels)`` of the table rounded to counts over ``2^bits``.
 
     Rounding moves each entry by less than a count, ``2^-bits``: nothing next to an entry of
