@@ -220,7 +220,10 @@ def main() -> None:
 
 
 def table(rows: list[dict]) -> str:
-    """The rows as the Markdown table of ``benchmarks/RESULTS.md``."""
+    """The rows as the Markdown table of ``benchmarks/RESULTS.md`` (without HiGHS's columns where
+    no row ran HiGHS)."""
+    if not any(r.get("highs") for r in rows):
+        return _alone(rows)
     def secs(res: dict) -> str:
         if res.get("status") == "Optimal":
             return f"{res['seconds']:.1f}"
@@ -244,6 +247,21 @@ def table(rows: list[dict]) -> str:
                      f"{d['seconds']:.1f} | {d.get('method', '–')} | {gap} | {d['peak_mb'] or 0:.0f} | "
                      + " | ".join(secs(h[a]) if a in h else "–" for a in HIGHS_ALGORITHMS)
                      + f" | {ratio} | {check} |")
+    return "\n".join(lines)
+
+
+def _alone(rows: list[dict]) -> str:
+    """Rows of diffpriv alone: one line a case."""
+    lines = ["| data | grid | neighbours | ε per km (per side) | cells with data | diffpriv s (CLI) | run | "
+             "iterations | certified gap | peak MB |", "|---|---|---|---|---:|---:|---|---:|---:|---:|"]
+    for r in rows:
+        d = r["diffpriv"]
+        gap = f"{100 * d['gap']:.2f} %" if "gap" in d else d.get("error", "")[:40]
+        name = r["dataset"] + ("" if r["prior"] == "data" else " (uniform prior)")
+        lines.append(f"| {name} | {r['n']}×{r['n']} | {r['neighbours']} | "
+                     f"{r['eps_km']:.3g} ({r['eps_side']:.2f}) | "
+                     f"{r['cells_with_data']} | {d['seconds']:.1f} | {d.get('method', '–')} | "
+                     f"{d.get('steps', '–')} | {gap} | {d['peak_mb'] or 0:.0f} |")
     return "\n".join(lines)
 
 

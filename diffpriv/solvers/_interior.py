@@ -80,6 +80,12 @@ those that price out join (a run then starts again)."""
 PRICED = 0.1
 """Outputs not run join where their priced terms add up to more than ``PRICED · gap_tol`` of the
 bound (the most negative of them, :meth:`InteriorRun._short`)."""
+ALL = 0.5
+"""Where at least this share of the outputs left out should join (:meth:`InteriorRun._short`), all
+of them join: each start again costs 25–30 iterations, and the outputs that join first make others
+price out next. On the airports' 16×16 grid (8-neighbour cells, ``e^{10.8}`` between neighbours)
+106 outputs, then 228, 252 and 255 took 108 iterations; 106 then all 256, 51 (the earthquakes':
+78 and 53, 4-neighbour cells 44 and 35; where one start again added them all before, no change)."""
 CHECK = 0.8
 """The iterate is repaired and certified (the outputs left out priced first) once the gap on the
 outputs run is below this share of ``gap_tol``; where the whole problem's bound is then not
@@ -445,13 +451,16 @@ class InteriorRun(Declared):
     def _short(self, priced: np.ndarray, own: float) -> np.ndarray:
         """The outputs left out that should join: none while their priced terms add up to less
         than :data:`PRICED` of ``gap_tol`` (relative to ``own``), else the most negative ones
-        that make up all but that much of their sum."""
+        that make up all but that much of their sum (all of them where those are at least
+        :data:`ALL` of them)."""
         room = PRICED * self.opt.gap_tol * max(abs(own), 1e-300)
         if -float(np.sum(priced)) <= room:
             return self.others[:0]
         order = np.argsort(priced)
         tail = np.cumsum(priced[order][::-1])[::-1]  # the sum of each output's term and those after it
         keep = np.flatnonzero(-tail > room)
+        if keep.size >= ALL * self.others.size:  # the outputs left out were the wrong guess: all join
+            return self.others.copy()
         return np.sort(self.others[order[keep]])
 
     def table(self) -> np.ndarray:

@@ -251,3 +251,20 @@ def test_a_pricing_lp_highs_does_not_solve_is_bounded_at_zero_multipliers(monkey
     assert failed and d.certificate.ok and d.result.converged
     assert d.result.lower_bound <= optimum + 1e-9 <= d.certificate.loss + 2e-9
     assert d.certificate.loss <= optimum * (1 + 1e-3) + 1e-9
+
+
+def test_where_most_outputs_left_out_price_out_all_of_them_join():
+    """:meth:`InteriorRun._short`: the outputs whose priced terms matter join; where they are at
+    least :data:`._interior.ALL` of those left out, all of them do; none where the terms add up
+    to less than :data:`._interior.PRICED` of ``gap_tol``."""
+    from diffpriv.solvers._options import Options
+
+    run = _interior.InteriorRun(Options(gap_tol=1e-2), _concentrated(6, 0.7, 1.0, 5), 0)
+    k = run.others.size
+    assert k >= 4
+    priced = np.zeros(k)
+    assert run._short(priced, 1.0).size == 0
+    priced[2] = -1.0
+    assert np.array_equal(run._short(priced, 1.0), run.others[2:3])
+    priced[: -(-k // 2)] = -1.0
+    assert np.array_equal(run._short(priced, 1.0), run.others)
