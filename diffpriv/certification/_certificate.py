@@ -28,7 +28,7 @@ import numpy as np
 from diffpriv._files import atomic_write, json_number
 from diffpriv.certification._arrays import arrays_path, as_read, externalize, remove_stale, write_arrays
 from diffpriv.certification._quantize import dyadic as quantize_table
-from diffpriv.certification._repair import Repair
+from diffpriv.certification._repair import Repair, mix
 from diffpriv.certification._repair import repair as repair_table
 from diffpriv.certification._safety import sanitize_table
 from diffpriv.certification._schema import FORMAT, read_certificate
@@ -334,10 +334,15 @@ def _lifted(problem: Problem, fixed: Repair, bits: int) -> Repair | None:
         return None
     nu = common / common.sum()
     t = min(0.5, LIFT_COUNTS * 2.0 ** -bits / float(nu.max()))
-    table = (1.0 - t) * fixed.table + t * nu
-    total = 1.0 - (1.0 - fixed.t) * (1.0 - t)
-    mixed = t * nu if fixed.nu is None else (1.0 - t) * fixed.t * fixed.nu + t * nu
-    return Repair(table, total, mixed / mixed.sum(), "uniform" if fixed.t == 0 else fixed.strategy)
+    total, mixed = _then(fixed.t, fixed.nu, t, nu)
+    return Repair(mix(fixed.table, t, nu), total, mixed, "uniform" if fixed.t == 0 else fixed.strategy)
+
+
+def _then(t1: float, nu1: np.ndarray | None, t2: float, nu2: np.ndarray) -> tuple[float, np.ndarray]:
+    """One mix ``(t, ν)`` for mixing with ``(t₁, ν₁)`` then ``(t₂, ν₂)``: ``t = 1 − (1 − t₁)(1 − t₂)``,
+    ``ν ∝ (1 − t₂)·t₁·ν₁ + t₂·ν₂`` (up to the rounding between them)."""
+    nu = (1.0 - t2) * t1 * (nu1 if nu1 is not None else 0.0) + t2 * nu2
+    return 1.0 - (1.0 - t1) * (1.0 - t2), nu / nu.sum()
 
 
 def _rounded(problem: Problem, fixed: Repair, bits: int, repair: bool):
@@ -381,10 +386,8 @@ def _rounded(problem: Problem, fixed: Repair, bits: int, repair: bool):
         factor = np.minimum(factor, _most_margins(problem, bud, cap))
         step = repair_table(problem, rounded, factor=factor)
         if step.t > 0:
-            total = 1.0 - (1.0 - t) * (1.0 - step.t)
-            nu = (1.0 - step.t) * t * (nu if nu is not None else 0.0) + step.t * step.nu
-            nu = nu / nu.sum()
-            t, strategy = total, step.strategy if t == 0 else strategy
+            strategy = step.strategy if t == 0 else strategy
+            t, nu = _then(t, nu, step.t, step.nu)
         table = step.table
     return Repair(rounded, t, nu, strategy), levels
 

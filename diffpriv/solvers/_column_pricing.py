@@ -43,9 +43,9 @@ def into_rows(n_rows: int, j, eps) -> scipy.sparse.csr_array:
 
 
 def trimmed(g: np.ndarray, lam: np.ndarray, true_op, into, j: np.ndarray, upper: np.ndarray | None = None):
-    """:data:`TRIMS` rounds of multipliers ``λ ≥ 0`` of pair bounds ``a[i] ≤ e^ε a[j]`` (``[pairs]``,
-    or ``[pairs, columns]`` beside ``g`` ``[rows, columns]``), each bound's multiplier scaled down
-    where row ``j``'s reduced cost ``g + Mᵀλ`` (``true_op = Mᵀ``) is negative, by as much as
+    """``λ``, then :data:`TRIMS` rounds of multipliers ``λ ≥ 0`` of pair bounds ``a[i] ≤ e^ε a[j]``
+    (``[pairs]``, or ``[pairs, columns]`` beside ``g`` ``[rows, columns]``), each bound's multiplier
+    scaled down where row ``j``'s reduced cost ``g + Mᵀλ`` (``true_op = Mᵀ``) is negative, by as much as
     cancels it (to 0 at most; ``into`` from :func:`into_rows`; rows where ``upper`` is 0 left
     alone). A solver's multipliers are exact only to its tolerances, and a bound's multiplier
     enters row ``j`` times ``e^ε``: at ``e^{10.8}`` between neighbours (the Sacramento sales' 16×16
@@ -53,6 +53,7 @@ def trimmed(g: np.ndarray, lam: np.ndarray, true_op, into, j: np.ndarray, upper:
     proves −5.6·10⁻⁶ and these −5.3·10⁻⁷. Row ``i`` loses at most ``e^{−ε}`` of what row ``j``
     gains. Any ``λ ≥ 0`` proves a bound by weak duality, so none of this needs to be exact: the
     caller keeps the best."""
+    yield lam
     for _ in range(TRIMS):
         reduced = g + true_op @ lam
         inflow = into @ lam
@@ -93,10 +94,8 @@ class Pricing:
         """The bound on ``min g·a`` over the column's cone, ``0 ≤ a ≤ upper``, that multipliers
         ``λ ≥ 0`` of its pair rows prove: ``Σ min(0, (g + Mᵀλ)·upper)`` (weak duality), at ``λ``
         or at the multipliers :func:`trimmed` makes of them, whichever proves more."""
-        best = self._value(g, lam, upper)
-        for cut in trimmed(g, lam, self.true_op, self.into, self.j, upper):
-            best = max(best, self._value(g, cut, upper))
-        return best
+        cuts = trimmed(g, lam, self.true_op, self.into, self.j, upper)
+        return max(self._value(g, cut, upper) for cut in cuts)
 
     def _value(self, g: np.ndarray, lam: np.ndarray, upper: np.ndarray) -> float:
         return float(np.sum(np.minimum(0.0, (g + self.true_op @ lam) * upper)))

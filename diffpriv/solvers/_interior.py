@@ -409,10 +409,7 @@ class InteriorRun(Declared):
         from diffpriv.solvers._column_pricing import trimmed
 
         pairs, g = self.pairs, self.c - self.mu[:, None]
-        best = self._weak(g, self.lam)
-        for lam in trimmed(g, self.lam, pairs.true_t, pairs.into, pairs.j):
-            best = max(best, self._weak(g, lam))
-        return best
+        return max(self._weak(g, lam) for lam in trimmed(g, self.lam, pairs.true_t, pairs.into, pairs.j))
 
     def _weak(self, g: np.ndarray, lam: np.ndarray) -> float:
         """``Σ μ + Σ min(0, g + Mᵀλ)`` (``g = c − μ``), lowered by its float64 rounding (:data:`MARGIN`)."""
