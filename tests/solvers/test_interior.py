@@ -268,3 +268,24 @@ def test_where_most_outputs_left_out_price_out_all_of_them_join():
     assert np.array_equal(run._short(priced, 1.0), run.others[2:3])
     priced[: -(-k // 2)] = -1.0
     assert np.array_equal(run._short(priced, 1.0), run.others)
+
+
+def test_the_factors_split_over_threads_are_those_of_one_thread(monkeypatch):
+    """The outputs factorised in batches over several threads give the same dense system and the
+    same solves as one thread (the batches' sums in another order only)."""
+    problem = _concentrated(6, 0.7, 1.5, 8, empty=0.3)
+    pairs = _interior._Pairs(problem)
+    rng = np.random.default_rng(0)
+    m = problem.shape[2]
+    w, d = rng.uniform(0.1, 10.0, (pairs.p, m)), rng.uniform(0.1, 10.0, (pairs.n, m))
+    rhs = rng.standard_normal((pairs.n, m))
+    monkeypatch.setattr(_interior, "BATCH", 5)
+    monkeypatch.setattr(_interior, "_workers", lambda: 1)
+    one = _interior._Factors(pairs, w, d)
+    monkeypatch.setattr(_interior, "_workers", lambda: 3)
+    split = _interior._Factors(pairs, w, d)
+    assert np.allclose(np.triu(split.schur[0]), np.triu(one.schur[0]), rtol=1e-12, atol=0)
+    assert np.allclose(split.solve(rhs), one.solve(rhs), rtol=1e-12, atol=1e-14)
+    dense = sum(np.linalg.inv(pairs.g.T.toarray() @ np.diag(w[:, y]) @ pairs.g.toarray() + np.diag(d[:, y]))
+                for y in range(m))
+    assert np.allclose(np.triu(split.schur[0]).T @ np.triu(split.schur[0]), dense, rtol=1e-9)
