@@ -289,3 +289,24 @@ def test_the_factors_split_over_threads_are_those_of_one_thread(monkeypatch):
     dense = sum(np.linalg.inv(pairs.g.T.toarray() @ np.diag(w[:, y]) @ pairs.g.toarray() + np.diag(d[:, y]))
                 for y in range(m))
     assert np.allclose(np.triu(split.schur[0]).T @ np.triu(split.schur[0]), dense, rtol=1e-9)
+
+
+def test_the_outputs_left_out_priced_in_threads_are_priced_as_by_one_model(monkeypatch):
+    """:meth:`InteriorRun._price` over three HiGHS models in threads gives each output left out
+    the bound one model gives it."""
+    from diffpriv.solvers._options import Options
+
+    problem = _concentrated(6, 0.7, 1.5, 5)
+    monkeypatch.setattr(_interior, "_workers", lambda: 3)
+    run = _interior.InteriorRun(Options(gap_tol=1e-6, steps=40), problem, 0)
+    assert run.others.size >= 6
+    for _ in range(8):
+        run.chunk()
+    split = run._price()
+    assert len(run.pricing) == 3
+    run.pricing = None
+    monkeypatch.setattr(_interior, "_workers", lambda: 1)
+    one = run._price()
+    assert len(run.pricing) == 1
+    assert np.all(one <= 0) and np.any(one < 0)
+    assert np.allclose(split, one, rtol=1e-9, atol=1e-12)
