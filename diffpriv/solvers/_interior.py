@@ -290,17 +290,33 @@ class _Factors:
         return total
 
     def solve(self, rhs: np.ndarray) -> np.ndarray:
-        """``H_y⁻¹ rhs_y`` for every output (``rhs`` ``[n, m]``)."""
+        """``H_y⁻¹ rhs_y`` for every output (``rhs`` ``[n, m]``), the outputs shared among one
+        thread per CPU where each gets at least :data:`BATCH`."""
+        m = rhs.shape[1]
+        workers = min(_workers(), m // BATCH)
+        if workers <= 1:
+            return self._solve(rhs, slice(0, m))
+        cuts = np.linspace(0, m, workers + 1).astype(int)
+        parts = [slice(int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)]
+        out = np.empty_like(rhs)
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            for part, x in zip(parts, pool.map(lambda ys: self._solve(rhs[:, ys], ys), parts), strict=True):
+                out[:, part] = x
+        return out
+
+    def _solve(self, rhs: np.ndarray, ys: slice) -> np.ndarray:
+        """``H_y⁻¹ rhs`` for the outputs ``ys`` (``rhs`` ``[n, len(ys)]``)."""
         n, u, r = self.n, self.u, self.r
+        p, dinv = self.p[ys], self.dinv[ys]
         m = rhs.shape[1]
         z = np.zeros((m, r * u))
         z[:, :n] = rhs.T
         z = z.reshape(m, r, u, 1)
         for k in range(r - 1):  # L z = rhs
-            z[:, k + 1] -= np.swapaxes(self.p[:, k], 1, 2) @ z[:, k]
-        x = self.dinv @ z  # D
+            z[:, k + 1] -= np.swapaxes(p[:, k], 1, 2) @ z[:, k]
+        x = dinv @ z  # D
         for k in range(r - 2, -1, -1):  # Lᵀ x = D⁻¹ z
-            x[:, k] -= self.p[:, k] @ x[:, k + 1]
+            x[:, k] -= p[:, k] @ x[:, k + 1]
         return x.reshape(m, r * u)[:, :n].T
 
 

@@ -279,7 +279,7 @@ def test_the_factors_split_over_threads_are_those_of_one_thread(monkeypatch):
     m = problem.shape[2]
     w, d = rng.uniform(0.1, 10.0, (pairs.p, m)), rng.uniform(0.1, 10.0, (pairs.n, m))
     rhs = rng.standard_normal((pairs.n, m))
-    monkeypatch.setattr(_interior, "BATCH", 5)
+    monkeypatch.setattr(_interior, "BATCH", 5)  # 36 outputs: 8 batches, and 3 threads solve
     monkeypatch.setattr(_interior, "_workers", lambda: 1)
     one = _interior._Factors(pairs, w, d)
     monkeypatch.setattr(_interior, "_workers", lambda: 3)
