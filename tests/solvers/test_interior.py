@@ -310,3 +310,31 @@ def test_the_outputs_left_out_priced_in_threads_are_priced_as_by_one_model(monke
     assert len(run.pricing) == 1
     assert np.all(one <= 0) and np.any(one < 0)
     assert np.allclose(split, one, rtol=1e-9, atol=1e-12)
+
+
+def test_a_run_that_few_outputs_join_resumes_from_its_kept_iterate_and_reaches_the_optimum():
+    """Where few outputs join (at most ``FEW`` of those run), the run goes on from the iterate it
+    kept at gap ``RESUME``: strictly positive, its ``μ`` kept, and it still converges to the LP
+    optimum."""
+    from diffpriv.solvers._options import Options
+
+    problem = _concentrated(6, 0.7, 1.5, 5)
+    optimum = dp.solvers.lp(problem).value
+    run = _interior.InteriorRun(Options(gap_tol=1e-3, steps=200), problem, 0)
+    others = run.others.copy()
+    while run.early is None:
+        run.chunk()
+    assert run.outs.size + others.size == problem.shape[2] and run.others.size == others.size
+    kept_mu = run.early[3].copy()
+    few = others[:max(1, int(_interior.FEW * run.outs.size))]
+    run._widen(few)
+    assert np.array_equal(run.outs, np.union1d(run.outs, few)) and np.isin(few, run.outs).all()
+    assert np.array_equal(run.mu, kept_mu)
+    assert (run.a > 0).all() and (run.s > 0).all() and (run.z > 0).all() and (run.lam > 0).all()
+    status = None
+    while status is None and run.iterations < 150:
+        status = run.chunk().status
+    out = run.finish(status)
+    assert status == _interior.Status.CONVERGED
+    assert out.bound <= optimum + 1e-9 and optimum <= problem.objective_value(out.table) + 1e-9
+    assert problem.objective_value(out.table) <= optimum * (1 + 1e-3) + 1e-9
