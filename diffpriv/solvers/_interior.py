@@ -259,12 +259,8 @@ class _Factors:
         batches = [slice(y0, min(y0 + BATCH, m)) for y0 in range(0, m, BATCH)]
         workers = min(_workers(), len(batches))
         shares = [batches[k::workers] for k in range(workers)]
-        if workers == 1:
-            totals = [self._inverses(pairs, w, d, shares[0])]
-        else:  # numpy's batched products release the GIL; BLAS's own threads would only compete
-            with threadpoolctl.threadpool_limits(1, user_api="blas"), \
-                    concurrent.futures.ThreadPoolExecutor(workers) as pool:
-                totals = list(pool.map(lambda share: self._inverses(pairs, w, d, share), shares))
+        with threadpoolctl.threadpool_limits(1 if workers > 1 else None, user_api="blas"):
+            totals = _in_threads(lambda share: self._inverses(pairs, w, d, share), shares)
         total = sum(totals[1:], totals[0])
         total = np.triu(total) + np.triu(total, 1).T
         self.schur = scipy.linalg.cho_factor(_flushed(total[:n, :n]))
@@ -307,11 +303,7 @@ class _Factors:
             return self._solve(rhs, slice(0, m))
         cuts = np.linspace(0, m, workers + 1).astype(int)
         parts = [slice(int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)]
-        out = np.empty_like(rhs)
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            for part, x in zip(parts, pool.map(lambda ys: self._solve(rhs[:, ys], ys), parts), strict=True):
-                out[:, part] = x
-        return out
+        return np.concatenate(_in_threads(lambda ys: self._solve(rhs[:, ys], ys), parts), axis=1)
 
     def _solve(self, rhs: np.ndarray, ys: slice) -> np.ndarray:
         """``H_y⁻¹ rhs`` for the outputs ``ys`` (``rhs`` ``[n, len(ys)]``)."""
@@ -336,6 +328,16 @@ def _workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # (not on every platform)
         return max(1, os.cpu_count() or 1)
+
+
+def _in_threads(work, items) -> list:
+    """``[work(item) for item in items]``, each in a thread of its own where there are several
+    (numpy's batched products and HiGHS's solves let other threads run)."""
+    items = list(items)
+    if len(items) <= 1:
+        return [work(item) for item in items]
+    with concurrent.futures.ThreadPoolExecutor(len(items)) as pool:
+        return list(pool.map(work, items))
 
 
 def _flushed(x: np.ndarray) -> np.ndarray:
@@ -489,18 +491,13 @@ class InteriorRun(Declared):
         if self.pricing is None:
             self.pricing = [Pricing(self.pairs.n, *self.pairs.edges) for _ in range(_workers())]
         back, models = self.pairs.back, len(self.pricing)
-        g = self.cost[back][:, self.others] - self.mu[back][:, None]  # the problem's row order
+        g = self.cost[:, self.others][back] - self.mu[back][:, None]  # the problem's row order
         out = np.empty(self.others.size)
         shares = [np.flatnonzero(self.others % models == k) for k in range(models)]
-        if models == 1:
-            out[shares[0]] = _priced(self.pricing[0], self.others, g)
-        else:
-            def share_of(k: int) -> np.ndarray:
-                return _priced(self.pricing[k], self.others[shares[k]], g[:, shares[k]])
-
-            with concurrent.futures.ThreadPoolExecutor(models) as pool:
-                for share, terms in zip(shares, pool.map(share_of, range(models)), strict=True):
-                    out[share] = terms
+        terms = _in_threads(lambda k: _priced(self.pricing[k], self.others[shares[k]], g[:, shares[k]]),
+                            range(models))
+        for share, term in zip(shares, terms, strict=True):
+            out[share] = term
         return out
 
     def _short(self, priced: np.ndarray, own: float) -> np.ndarray:
@@ -558,9 +555,9 @@ class InteriorRun(Declared):
         that every product of the complementarity pairs is at least that iterate's mean; on the
         earthquakes' 32×32 grid (8-neighbour cells, 0.27 per cell side) 8 outputs joining 188 cost
         52 iterations from the last iterate mixed with the cold start, 33 so."""
-        a0, lam0, z0, mu0 = self.early
+        a0, s0, lam0, z0, mu0 = self.early
         pairs = self.pairs
-        nu = float(np.sum(a0 * z0) + np.sum(-(pairs.g @ a0) * lam0)) / (a0.size + lam0.size)
+        nu = float(np.sum(a0 * z0) + np.sum(s0 * lam0)) / (a0.size + lam0.size)
         table = np.zeros((pairs.n, outs.size))
         table[:, at] = a0
         self._begin(outs)
@@ -616,7 +613,7 @@ class InteriorRun(Declared):
         value = float(np.sum(self.c * self.a))
         gap = relative_gap(value, own)
         if self.early is None and gap <= RESUME:  # where few outputs join, the run resumes here
-            self.early = (self.a.copy(), self.lam.copy(), self.z.copy(), self.mu.copy())
+            self.early = (self.a.copy(), self.s.copy(), self.lam.copy(), self.z.copy(), self.mu.copy())
         if self.snapshot is None or gap < self.snapshot[0]:
             self.snapshot = (gap, self.iterations, self.a, self.mu, self.lam)
         elif self.snapshot[0] < 0.2 and self.iterations - self.snapshot[1] >= PATIENCE:

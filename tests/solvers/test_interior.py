@@ -325,7 +325,7 @@ def test_a_run_that_few_outputs_join_resumes_from_its_kept_iterate_and_reaches_t
     while run.early is None:
         run.chunk()
     assert run.outs.size + others.size == problem.shape[2] and run.others.size == others.size
-    kept_mu = run.early[3].copy()
+    kept_mu = run.early[4].copy()
     few = others[:max(1, int(_interior.FEW * run.outs.size))]
     run._widen(few)
     assert np.array_equal(run.outs, np.union1d(run.outs, few)) and np.isin(few, run.outs).all()
