@@ -338,3 +338,30 @@ def test_a_run_that_few_outputs_join_resumes_from_its_kept_iterate_and_reaches_t
     assert status == _interior.Status.CONVERGED
     assert out.bound <= optimum + 1e-9 and optimum <= problem.objective_value(out.table) + 1e-9
     assert problem.objective_value(out.table) <= optimum * (1 + 1e-3) + 1e-9
+
+
+def test_a_start_is_centred_and_a_drifting_step_ends_the_run_at_its_best(monkeypatch):
+    """Every complementarity product of a (re)start is at least their mean; a step that would move
+    a row's sum from 1 by more than ``DRIFT`` is refused (the run stops at its best iterate, a
+    table that certifies)."""
+    from diffpriv.solvers._options import Options
+
+    problem = _concentrated(5, 1.0, 1.5, 7, empty=0.0)
+    run = _interior.InteriorRun(Options(gap_tol=1e-3, steps=40), problem, 0)
+    assert not run.others.size  # every output runs
+    top = float(np.max(run.c))
+    lam = np.full(run.s.shape, _interior.START * top)  # the multipliers before they are raised
+    z = np.maximum(run.c + run.pairs.gt @ lam, _interior.START * top)
+    mean = (np.sum(run.a * z) + np.sum(run.s * lam)) / (z.size + lam.size)
+    products = np.concatenate([(run.a * run.z).ravel(), (run.s * run.lam).ravel()])
+    assert products.min() >= mean * (1 - 1e-12) and (run.lam >= lam).all()
+    assert products.min() > 10 * float(np.min(np.r_[(run.a * z).ravel(), (run.s * lam).ravel()]))
+    for _ in range(3):
+        run.chunk()
+    solve = _interior.scipy.linalg.cho_solve  # the row sums' multipliers, off by 10⁻³ each time
+    monkeypatch.setattr(_interior.scipy.linalg, "cho_solve", lambda *args: solve(*args) + 1e-3)
+    chunk = run.chunk()
+    assert chunk.status == _interior.Status.STALLED
+    assert np.allclose(run.table().sum(axis=-1), 1.0, atol=1e-12)
+    out = run.finish(chunk.status)
+    assert dp.certify(problem, out.table).ok
