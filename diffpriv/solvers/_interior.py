@@ -380,6 +380,11 @@ def _step(x: np.ndarray, dx: np.ndarray) -> float:
     return float(min(1.0, np.min(_ev("where(dx < 0, -x / dx, 1.0)", x=x, dx=dx))))
 
 
+def _mean_product(a: np.ndarray, z: np.ndarray, s: np.ndarray, lam: np.ndarray) -> float:
+    """The mean of the complementarity products ``a·z`` and ``s·λ``."""
+    return float(np.vdot(a, z) + np.vdot(s, lam)) / (a.size + s.size)
+
+
 def _ev(expression: str, **arrays) -> np.ndarray:
     """``expression`` over ``arrays`` by numexpr: in blocks that stay in the CPU's cache, in
     threads, without an array-sized temporary for each operation. The iterates of the pair rows
@@ -472,12 +477,10 @@ class InteriorRun(Declared):
             mixed = (1.0 - WARM) * table + WARM * self.a
             self.a = mixed if np.all(-(pairs.g @ mixed) > 0) and np.all(mixed > 0) else self.a
         self.s = -(pairs.g @ self.a)
-        lam = np.full(self.s.shape, START * top)
-        z = np.maximum(self.c + pairs.gt @ lam, START * top)
-        nu = float(np.sum(self.a * z) + np.sum(self.s * lam)) / (z.size + lam.size)
-        self.lam = np.maximum(lam, nu / self.s)  # every product at least their mean (centred)
-        self.z = np.maximum(self.c + pairs.gt @ self.lam, nu / self.a)
         self.mu = np.zeros(pairs.n)
+        self.lam = np.full(self.s.shape, START * top)
+        z = np.maximum(self.c + pairs.gt @ self.lam, START * top)
+        self._centre(_mean_product(self.a, z, self.s, self.lam))
         self.snapshot, self.checked, self.check = None, False, CHECK
         self.early = None
 
@@ -582,17 +585,20 @@ class InteriorRun(Declared):
         52 iterations from the last iterate mixed with the cold start, 33 so."""
         a0, s0, lam0, z0, mu0 = self.early
         pairs = self.pairs
-        nu = float(np.sum(a0 * z0) + np.sum(s0 * lam0)) / (a0.size + lam0.size)
         table = np.zeros((pairs.n, outs.size))
         table[:, at] = a0
         self._begin(outs)
         self.a = (1.0 - FRESH) * table + FRESH * self.a
         self.s = -(pairs.g @ self.a)
-        lam = self.lam
-        lam[:, at] = lam0
-        self.lam = np.maximum(lam, nu / self.s)
+        self.lam[:, at] = lam0
         self.mu = mu0.copy()
-        self.z = np.maximum(self.c - self.mu[:, None] + pairs.gt @ self.lam, nu / self.a)
+        self._centre(_mean_product(a0, z0, s0, lam0))
+
+    def _centre(self, nu: float) -> None:
+        """Raises ``λ`` and ``z`` so that every complementarity product is at least ``nu`` (``z``
+        also at least the reduced cost ``c − μ + Gᵀλ`` at the raised ``λ``)."""
+        self.lam = np.maximum(self.lam, nu / self.s)
+        self.z = np.maximum(self.c - self.mu[:, None] + self.pairs.gt @ self.lam, nu / self.a)
 
     def _newton(self) -> None:
         """One predictor–corrector step (the arrays' arithmetic by :func:`_ev`)."""
@@ -619,8 +625,8 @@ class InteriorRun(Declared):
             ds = _ev("(rs - s * dlam) / lam", rs=rs, s=s, dlam=dlam, lam=lam)
             return da, ds, dmu, dlam, _ev("(ra - z * da) / a", ra=ra, z=z, da=da, a=a)
 
-        gap = float(np.vdot(a, z) + np.vdot(s, lam))
-        nu = gap / (a.size + s.size)
+        nu = _mean_product(a, z, s, lam)
+        gap = nu * (a.size + s.size)
         da, ds, _, dlam, dz = direction(_ev("-a * z", a=a, z=z), _ev("-s * lam", s=s, lam=lam))
         tp, td = min(_step(a, da), _step(s, ds)), min(_step(z, dz), _step(lam, dlam))
         affine = float(_ev("sum((a + tp * da) * (z + td * dz))", a=a, da=da, z=z, dz=dz, tp=tp, td=td)
