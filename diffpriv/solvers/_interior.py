@@ -13,10 +13,11 @@ all outputs, every column's pair rows all rows). With ``z`` the multipliers of `
 the pair rows' slacks and ``λ`` their multipliers, the Newton step's table part for output ``y``
 is ``H_y Δa_y = q_y + Δμ`` with ``H_y = Gᵀ diag(λ_y/s_y) G + diag(z_y/a_y)`` — one banded
 symmetric positive definite matrix per output, block tridiagonal in blocks of the band's width
-``u`` and factorised so by batched matrix products over the outputs (:class:`_Factors`) — and the
-row sums' multipliers ``μ`` solve the dense ``|rows| × |rows|`` system ``(Σ_y H_y⁻¹) Δμ = r``.
-Forming ``Σ_y H_y⁻¹`` is the cost of an iteration, about ``2·R²·u`` operations per output. It
-converges in 15–30 iterations on real location data and on uniform priors: column generation
+``u`` and factorised so by batched matrix products over the outputs — and the row sums'
+multipliers ``μ`` solve the dense ``|rows| × |rows|`` system ``(Σ_y H_y⁻¹) Δμ = r``, by conjugate
+gradients preconditioned with the band of that matrix near its diagonal
+(:mod:`._interior_blocks`: about ``2·R·u²·(band + 1)`` operations per output to form, where the
+whole of it took ``2·R²·u``). It converges in 15–30 iterations on real location data and on uniform priors: column generation
 (:mod:`._columns`) needs few rounds on a uniform prior but stalls where the prior is concentrated
 (most cells of real location data are empty, and the master's multipliers of the empty rows
 swing), PDHG needs 10⁵ steps there. Where the prior leaves most cells empty it runs on the cells
@@ -36,18 +37,15 @@ the optimum.
 
 from __future__ import annotations
 
-import concurrent.futures
-import os
 from typing import NamedTuple
 
 import numexpr
 import numpy as np
-import scipy.linalg
 import scipy.sparse
 import scipy.sparse.csgraph
-import threadpoolctl
 
 from diffpriv.problems._problem import Problem
+from diffpriv.solvers import _interior_blocks as blocks
 from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 
 __all__ = ["InteriorRun", "Iterate", "applies", "expected_seconds", "iteration_flops", "memory", "outputs"]
@@ -64,23 +62,11 @@ the Sacramento sales' 16×16 grid (ε = 0.5 per km, 4-neighbour cells) 35 iterat
 against 38 at ``10⁻²`` and 39 at 1."""
 UNIFORM = 1e-2
 """The uniform table's share of the first iterate (:func:`_start`)."""
-REFINE = 2
-"""Refinement steps of each Newton direction's row sums: the dense system is formed in floating
-point from every output's block inverses, and without them the rows' sums drifted from 1 by
-more than the budgets' margin once the gap fell below 10⁻⁵ (an iterate then failed its
-certificate unrepaired)."""
-MORE = 4
-"""Refinement steps beyond :data:`REFINE` while the rows' sums of the step are off by more than
-a tenth of :data:`DRIFT`."""
 DRIFT = 1e-9
 """A step that would move a row's sum further than this from 1 ends the run at its best iterate
 (the dense system has lost its accuracy; the table's rows, scaled back to 1, could break the
 budgets' margin): on a 5×5 grid at ``gap_tol = 10⁻⁶`` a step drifted by ``7·10⁻⁴`` once the
 least entries were below ``10⁻⁸``."""
-TINY = 1e-100
-"""Entries below this share of the largest are flushed to 0 before a factorisation (:func:`_flushed`)."""
-BATCH = 64
-"""Outputs factorised together (their blocks' products batched)."""
 RESTRICT = 0.8
 """The run starts on the rows' least-loss outputs (:func:`outputs`) where they are at most this
 share of the outputs. On the Sacramento sales (ε = 0.5 per km, 4-neighbour cells) the LP on the
@@ -129,6 +115,11 @@ WARM = 0.3
 """A warm start's share of the cold first iterate (:func:`_start`) mixed into the last iterate of
 the budget before (:class:`Iterate`): that iterate is near the boundary, where the predictor's
 steps are short."""
+BAND = 4
+"""The band of the rows' sums' system a (re)start forms (in blocks of the band's width:
+:mod:`._interior_blocks`), doubled for the iterations after one whose conjugate gradients took
+more than :data:`FAST` steps."""
+FAST = 5
 MARGIN = 1e-12
 """The bound is lowered by this share of the absolute sum of its terms (float64 rounding)."""
 
@@ -151,68 +142,6 @@ def applies(problem: Problem) -> bool:
     if np.any(tighten_eps(eps) <= 0) or np.any(eps > np.log(LARGEST_RATIO)):
         return False
     return bool(problem.support_mask().all())
-
-
-class _Pairs:
-    """The pair rows over the flattened rows in a band-narrowing order: ``G`` (tightened
-    budgets), ``M_ε`` (the real ones), and the map from ``(λ/s, z/a)`` to every ``H_y``'s band."""
-
-    def __init__(self, problem: Problem):
-        from diffpriv.solvers._column_pricing import into_rows
-        from diffpriv.solvers._columns import _edges
-        from diffpriv.solvers._linear import tighten_eps
-
-        ns, nx, ny = problem.shape
-        self.n = n = ns * nx
-        self.edges = i, j, eps = _edges(problem, tight=False)  # the problem's row order, real budgets
-        order = self._order(n, i, j)
-        self.order, self.back = order, np.argsort(order)
-        i, j = self.back[i], self.back[j]  # positions in the new order
-        self.p = p = i.size
-        self.i, self.j, self.eps = i, j, tighten_eps(eps)
-        k, k_true = np.exp(self.eps), np.exp(eps)
-        rows = np.r_[np.arange(p), np.arange(p)]
-        self.g = scipy.sparse.csr_array((np.r_[np.ones(p), -k], (rows, np.r_[i, j])), shape=(p, n))
-        self.gt = self.g.T.tocsr()
-        self.true_t = scipy.sparse.csr_array((np.r_[np.ones(p), -k_true], (rows, np.r_[i, j])),
-                                             shape=(p, n)).T.tocsr()
-        self.into = into_rows(n, j, eps)  # the real budgets' e^ε at each pair's row j
-        self.u = u = max(int(np.max(np.abs(i - j))), 1)
-        self.r = r = -(-n // u)  # blocks of u rows: H_y is block tridiagonal
-        # where each source (a pair's λ/s, a row's z/a) adds to the blocks A_k = H[k, k] (both
-        # triangles) and C_k = H[k, k + 1], flattened: A first, then C
-        heads = np.r_[i, j, i, j, np.arange(n)]
-        tails = np.r_[i, j, j, i, np.arange(n)]
-        src = np.r_[np.arange(p), np.arange(p), np.arange(p), np.arange(p), p + np.arange(n)]
-        vals = np.r_[np.ones(p), k * k, -k, -k, np.ones(n)]
-        bh, bt = heads // u, tails // u
-        same, up = bh == bt, bt == bh + 1
-        where = np.where(same, (bh * u + heads % u) * u + tails % u,
-                         r * u * u + (bh * u + heads % u) * u + tails % u)
-        keep = same | up  # C_k holds the upper block; the lower is its transpose
-        self.block_map = scipy.sparse.csr_array((vals[keep], (where[keep], src[keep])),
-                                                shape=((2 * r - 1) * u * u, p + n))
-        pad = np.zeros((r, u, u))
-        extra = np.arange(n, r * u)
-        pad[extra // u, extra % u, extra % u] = 1.0  # the rows beyond n: identity
-        self.pad = pad
-
-    def blocks(self, w: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(A [m, r, u, u], C [m, r − 1, u, u])``: each of the ``m`` columns' ``H = Gᵀ diag(w) G +
-        diag(d)`` as its diagonal blocks and the blocks above them (the rows padded to ``r·u``)."""
-        u, r, m = self.u, self.r, w.shape[1]
-        flat = (self.block_map @ np.vstack([w, d])).T  # [m, (2r − 1) u²]
-        a = flat[:, :r * u * u].reshape(m, r, u, u) + self.pad
-        return a, flat[:, r * u * u:].reshape(m, r - 1, u, u)
-
-    @staticmethod
-    def _order(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """The rows' order: their own where it keeps the band as narrow as reverse Cuthill–McKee's."""
-        graph = scipy.sparse.csr_array((np.ones(i.size), (i, j)), shape=(n, n))
-        rcm = scipy.sparse.csgraph.reverse_cuthill_mckee(graph, symmetric_mode=False).astype(np.int64)
-        back = np.argsort(rcm)
-        own = int(np.max(np.abs(i - j), initial=0))
-        return np.arange(n) if own <= int(np.max(np.abs(back[i] - back[j]), initial=0)) else rcm
 
 
 def _band(problem: Problem) -> tuple[int, int, int]:
@@ -240,7 +169,7 @@ def memory(problem: Problem) -> int:
     ``P_k``, and the dense ``|rows|²`` system."""
     n, pairs, u = _band(problem)
     m, size = int(outputs(problem).size), -(-n // u) * u
-    return 8 * (12 * (n + pairs) * m + 2 * m * size * u + 3 * size * size + 4 * BATCH * size * u)
+    return 8 * (12 * (n + pairs) * m + 2 * m * size * u + 3 * size * size + 4 * blocks.BATCH * size * u)
 
 
 def expected_seconds(problem: Problem) -> float:
@@ -249,115 +178,7 @@ def expected_seconds(problem: Problem) -> float:
     return ITERATIONS * iteration_flops(problem) / FLOP_RATE
 
 
-class _Factors:
-    """One iteration's factorisations: each output's ``H_y = L D Lᵀ`` by blocks of ``u`` rows
-    (``H_y`` is block tridiagonal: ``D_k = A_k − C_{k−1}ᵀ D_{k−1}⁻¹ C_{k−1}``, kept as ``D_k⁻¹`` and
-    ``P_k = D_k⁻¹ C_k``), and the dense ``Σ_y H_y⁻¹`` from the blocks' backward recursion
-    ``X_{k,j} = −P_k X_{k+1,j}``, ``X_{k,k} = D_k⁻¹ − X_{k,k+1} P_kᵀ`` — batched matrix products
-    over the outputs, where LAPACK's banded Cholesky, one output at a time, ran into subnormal
-    numbers (9 s for one 576-row band of width 24). The batches are shared among one thread per
-    CPU (:func:`_workers`), BLAS held to one thread each: numpy runs a batch's small products on
-    one CPU, and BLAS's own threads only competed (the Sacramento sales' 32×32 grid, every output,
-    8-neighbour cells: 5.6–6.4 s an iteration on the 2-core CPU, 3.0–4.0 s so)."""
-
-    def __init__(self, pairs: _Pairs, w: np.ndarray, d: np.ndarray):
-        n, u, r, m = pairs.n, pairs.u, pairs.r, w.shape[1]
-        self.n, self.u, self.r = n, u, r
-        self.dinv = np.empty((m, r, u, u))
-        self.p = np.empty((m, r - 1, u, u))
-        batches = [slice(y0, min(y0 + BATCH, m)) for y0 in range(0, m, BATCH)]
-        workers = min(_workers(), len(batches))
-        shares = [batches[k::workers] for k in range(workers)]
-        with threadpoolctl.threadpool_limits(1 if workers > 1 else None, user_api="blas"):
-            totals = _in_threads(lambda share: self._inverses(pairs, w, d, share), shares)
-        total = sum(totals[1:], totals[0])
-        total = np.triu(total) + np.triu(total, 1).T
-        self.schur = scipy.linalg.cho_factor(_flushed(total[:n, :n]))
-
-    def _inverses(self, pairs: _Pairs, w: np.ndarray, d: np.ndarray, batches: list[slice]) -> np.ndarray:
-        """Factorises the outputs of ``batches`` (into ``dinv`` and ``p``) and returns the upper
-        triangle of the sum of their ``H_y⁻¹`` (padded to ``r·u`` rows)."""
-        u, r = self.u, self.r
-        total = np.zeros((r * u, r * u))
-        for ys in batches:
-            a, c = pairs.blocks(w[:, ys], d[:, ys])
-            dinv, p = self.dinv[ys], self.p[ys]
-            for k in range(r):
-                dk = a[:, k] if k == 0 else a[:, k] - np.swapaxes(c[:, k - 1], 1, 2) @ p[:, k - 1]
-                dk = _flushed(dk)
-                np.linalg.cholesky(dk)  # LinAlgError where the Newton system lost definiteness
-                dinv[:, k] = np.linalg.inv(dk)
-                if k + 1 < r:
-                    p[:, k] = dinv[:, k] @ c[:, k]
-            # the block rows of every H_y⁻¹ from the last up, summed; block row k (its columns
-            # from k on) in one of two buffers, each row made from the one below it in the other
-            rows = np.empty((2, dinv.shape[0], u, r * u))
-            rows[(r - 1) % 2, :, :, (r - 1) * u:] = dinv[:, r - 1]
-            total[(r - 1) * u:, (r - 1) * u:] += dinv[:, r - 1].sum(axis=0)
-            for k in range(r - 2, -1, -1):
-                below, row = rows[(k + 1) % 2], rows[k % 2]
-                upper = row[:, :, (k + 1) * u:]
-                np.matmul(p[:, k], below[:, :, (k + 1) * u:], out=upper)
-                np.negative(upper, out=upper)
-                row[:, :, k * u:(k + 1) * u] = dinv[:, k] - upper[:, :, :u] @ np.swapaxes(p[:, k], 1, 2)
-                total[k * u:(k + 1) * u, k * u:] += row[:, :, k * u:].sum(axis=0)
-        return total
-
-    def solve(self, rhs: np.ndarray) -> np.ndarray:
-        """``H_y⁻¹ rhs_y`` for every output (``rhs`` ``[n, m]``), the outputs shared among one
-        thread per CPU where each gets at least :data:`BATCH`."""
-        m = rhs.shape[1]
-        workers = min(_workers(), m // BATCH)
-        if workers <= 1:
-            return self._solve(rhs, slice(0, m))
-        cuts = np.linspace(0, m, workers + 1).astype(int)
-        parts = [slice(int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)]
-        return np.concatenate(_in_threads(lambda ys: self._solve(rhs[:, ys], ys), parts), axis=1)
-
-    def _solve(self, rhs: np.ndarray, ys: slice) -> np.ndarray:
-        """``H_y⁻¹ rhs`` for the outputs ``ys`` (``rhs`` ``[n, len(ys)]``)."""
-        n, u, r = self.n, self.u, self.r
-        p, dinv = self.p[ys], self.dinv[ys]
-        m = rhs.shape[1]
-        z = np.zeros((m, r * u))
-        z[:, :n] = rhs.T
-        z = z.reshape(m, r, u, 1)
-        for k in range(r - 1):  # L z = rhs
-            z[:, k + 1] -= np.swapaxes(p[:, k], 1, 2) @ z[:, k]
-        x = dinv @ z  # D
-        for k in range(r - 2, -1, -1):  # Lᵀ x = D⁻¹ z
-            x[:, k] -= p[:, k] @ x[:, k + 1]
-        return x.reshape(m, r * u)[:, :n].T
-
-
-def _workers() -> int:
-    """Threads that factorise the outputs: the CPUs this process may run on (numpy runs one
-    output's small products on one of them)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # (not on every platform)
-        return max(1, os.cpu_count() or 1)
-
-
-def _in_threads(work, items) -> list:
-    """``[work(item) for item in items]``, each in a thread of its own where there are several
-    (numpy's batched products and HiGHS's solves let other threads run)."""
-    items = list(items)
-    if len(items) <= 1:
-        return [work(item) for item in items]
-    with concurrent.futures.ThreadPoolExecutor(len(items)) as pool:
-        return list(pool.map(work, items))
-
-
-def _flushed(x: np.ndarray) -> np.ndarray:
-    """``x`` with entries below :data:`TINY` of its largest set to 0: products of such entries fall
-    among subnormal numbers, on which the CPU's arithmetic is a hundred times slower (the 256-row
-    dense system of the Sacramento sales' 16×16 grid took 0.36 s to factorise, 1 ms without)."""
-    top = float(np.max(np.abs(x), initial=0.0))
-    return np.where(np.abs(x) < TINY * top, 0.0, x)
-
-
-def _start(pairs: _Pairs, loss: np.ndarray) -> np.ndarray:
+def _start(pairs: blocks.Pairs, loss: np.ndarray) -> np.ndarray:
     """The first table: a mix (:data:`UNIFORM` of the uniform table) with the exponential
     mechanism at half the budgets along the pair bounds' chains, each row ``r`` sending
     ``∝ e^{−d(r, r')/2}`` to each output whose least loss is at row ``r'`` (``d`` the least sum of
@@ -428,7 +249,7 @@ class InteriorRun(Declared):
         from diffpriv.solvers._linear import smallest_objective
 
         self.opt, self.problem = opt, problem
-        self.pairs = pairs = _Pairs(problem)
+        self.pairs = pairs = blocks.Pairs(problem)
         ns, nx, ny = problem.shape
         cost = (problem.prior.reshape(ns, nx)[:, :, None] * problem.loss[None]).reshape(ns * nx, ny)
         self.cost = cost[pairs.order]  # [R, Y] in the band's row order
@@ -482,6 +303,7 @@ class InteriorRun(Declared):
         z = np.maximum(self.c + pairs.gt @ self.lam, START * top)
         self._centre(_mean_product(self.a, z, self.s, self.lam))
         self.snapshot, self.checked, self.check = None, False, CHECK
+        self.band = BAND
         self.early = None
 
     def own_bound(self) -> float:
@@ -509,7 +331,7 @@ class InteriorRun(Declared):
         """Each output not run: a lower bound on ``min (c_y − μ)·a`` over its cone's columns with
         entries at most 1 (:class:`._column_pricing.Pricing`, HiGHS, its multipliers at the real
         budgets, trimmed; ``λ = 0`` where HiGHS finds no optimum); ``[len(others)]``. The outputs
-        are shared among one HiGHS model per CPU (:func:`_workers`, output ``y`` always to model
+        are shared among one HiGHS model per CPU (:func:`._interior_blocks.workers`, output ``y`` always to model
         ``y mod`` their count, which keeps its last basis), each in its own thread: HiGHS lets
         other threads run while it solves (the earthquakes' 32×32 grid, 8-neighbour cells, 836
         outputs priced: 15–27 s a pricing on the 2-core CPU in one thread)."""
@@ -517,12 +339,12 @@ class InteriorRun(Declared):
 
         self.priced = True
         if self.pricing is None:
-            self.pricing = [Pricing(self.pairs.n, *self.pairs.edges) for _ in range(_workers())]
+            self.pricing = [Pricing(self.pairs.n, *self.pairs.edges) for _ in range(blocks.workers())]
         back, models = self.pairs.back, len(self.pricing)
         g = self.cost[:, self.others][back] - self.mu[back][:, None]  # the problem's row order
         out = np.empty(self.others.size)
         shares = [np.flatnonzero(self.others % models == k) for k in range(models)]
-        terms = _in_threads(lambda k: _priced(self.pricing[k], self.others[shares[k]], g[:, shares[k]]),
+        terms = blocks.in_threads(lambda k: _priced(self.pricing[k], self.others[shares[k]], g[:, shares[k]]),
                             range(models))
         for share, term in zip(shares, terms, strict=True):
             out[share] = term
@@ -607,20 +429,12 @@ class InteriorRun(Declared):
         rp1 = 1.0 - a.sum(axis=1)
         rp2 = _ev("-ga - s", ga=pairs.g @ a, s=s)
         w, d = _ev("lam / s", lam=lam, s=s), _ev("z / a", z=z, a=a)
-        factors = _Factors(pairs, w, d)
+        factors = blocks.Factors(pairs, w, d, blocks.band(pairs.r, self.band))
 
         def direction(ra, rs):
             inner = _ev("w * rp2 - rs / s", w=w, rp2=rp2, rs=rs, s=s)
             q = _ev("gi - rd + ra / a", gi=pairs.gt @ inner, rd=rd, ra=ra, a=a)
-            hq = factors.solve(q)
-            dmu = scipy.linalg.cho_solve(factors.schur, rp1 - hq.sum(axis=1))
-            da = factors.solve(q + dmu[:, None])
-            for k in range(REFINE + MORE):  # the rows' sums of the step, to the factors' accuracy
-                off = rp1 - da.sum(axis=1)
-                if k >= REFINE and np.max(np.abs(off)) <= 0.1 * DRIFT:
-                    break
-                fix = scipy.linalg.cho_solve(factors.schur, off)
-                dmu, da = dmu + fix, da + factors.solve(np.broadcast_to(fix[:, None], da.shape))
+            dmu, da = factors.newton(q, rp1, 0.1 * DRIFT)
             dlam = _ev("w * (gd - rp2) + rs / s", w=w, gd=pairs.g @ da, rp2=rp2, rs=rs, s=s)
             ds = _ev("(rs - s * dlam) / lam", rs=rs, s=s, dlam=dlam, lam=lam)
             return da, ds, dmu, dlam, _ev("(ra - z * da) / a", ra=ra, z=z, da=da, a=a)
@@ -645,6 +459,8 @@ class InteriorRun(Declared):
         self.mu = mu + td * dmu
         self.lam = _ev("lam + td * dlam", lam=lam, td=td, dlam=dlam)
         self.z = _ev("z + td * dz", z=z, td=td, dz=dz)
+        if factors.widened or factors.steps > FAST:  # the band of S was too narrow
+            self.band = min(2 * self.band, pairs.r)
 
     def chunk(self) -> Chunk:
         self.iterations += 1

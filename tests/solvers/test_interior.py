@@ -10,7 +10,7 @@ import pytest
 import diffpriv as dp
 from diffpriv.problems import k_rr_problem, pairs_within
 from diffpriv.problems._checks import SpecError
-from diffpriv.solvers import _interior, _methods
+from diffpriv.solvers import _interior, _interior_blocks, _methods
 
 
 def _concentrated(n: int, eps: float, radius: float, seed: int, empty: float = 0.6) -> dp.Problem:
@@ -65,7 +65,7 @@ def test_every_iterate_is_a_table_within_the_budgets_and_every_bound_holds():
 
 def test_local_dp_with_every_row_linked_matches_the_lp():
     problem = k_rr_problem(6, 1.0)
-    assert _interior._Pairs(problem).u == 5  # every row linked to every other: blocks of 5 rows
+    assert _interior_blocks.Pairs(problem).u == 5  # every row linked to every other: blocks of 5 rows
     d = dp.design(problem, method="interior", gap_tol=1e-4)
     optimum = dp.solvers.lp(problem).value
     assert d.certificate.ok and d.certificate.loss <= optimum * (1 + 1e-4) + 1e-9
@@ -270,25 +270,87 @@ def test_where_most_outputs_left_out_price_out_all_of_them_join():
     assert np.array_equal(run._short(priced, 1.0), run.others)
 
 
-def test_the_factors_split_over_threads_are_those_of_one_thread(monkeypatch):
-    """The outputs factorised in batches over several threads give the same dense system and the
-    same solves as one thread (the batches' sums in another order only)."""
-    problem = _concentrated(6, 0.7, 1.5, 8, empty=0.3)
-    pairs = _interior._Pairs(problem)
+def _random_factors(monkeypatch, n=6, seed=8):
+    problem = _concentrated(n, 0.7, 1.5, seed, empty=0.3)
+    pairs = _interior_blocks.Pairs(problem)
     rng = np.random.default_rng(0)
     m = problem.shape[2]
     w, d = rng.uniform(0.1, 10.0, (pairs.p, m)), rng.uniform(0.1, 10.0, (pairs.n, m))
-    rhs = rng.standard_normal((pairs.n, m))
-    monkeypatch.setattr(_interior, "BATCH", 5)  # 36 outputs: 8 batches, and 3 threads solve
-    monkeypatch.setattr(_interior, "_workers", lambda: 1)
-    one = _interior._Factors(pairs, w, d)
-    monkeypatch.setattr(_interior, "_workers", lambda: 3)
-    split = _interior._Factors(pairs, w, d)
+    return pairs, w, d, rng
+
+
+def _dense_sum(pairs, w, d):
+    g = pairs.g.toarray()
+    return sum(np.linalg.inv(g.T @ np.diag(w[:, y]) @ g + np.diag(d[:, y])) for y in range(w.shape[1]))
+
+
+def test_the_factors_split_over_threads_are_those_of_one_thread(monkeypatch):
+    """The outputs factorised in batches over several threads give the same dense system and the
+    same solves as one thread (the batches' sums in another order only)."""
+    pairs, w, d, rng = _random_factors(monkeypatch)
+    rhs = rng.standard_normal((pairs.n, w.shape[1]))
+    monkeypatch.setattr(_interior_blocks, "BATCH", 5)  # 36 outputs: 8 batches, and 3 threads solve
+    monkeypatch.setattr(_interior_blocks, "workers", lambda: 1)
+    one = _interior_blocks.Factors(pairs, w, d)
+    monkeypatch.setattr(_interior_blocks, "workers", lambda: 3)
+    split = _interior_blocks.Factors(pairs, w, d)
     assert np.allclose(np.triu(split.schur[0]), np.triu(one.schur[0]), rtol=1e-12, atol=0)
     assert np.allclose(split.solve(rhs), one.solve(rhs), rtol=1e-12, atol=1e-14)
-    dense = sum(np.linalg.inv(pairs.g.T.toarray() @ np.diag(w[:, y]) @ pairs.g.toarray() + np.diag(d[:, y]))
-                for y in range(m))
+    dense = _dense_sum(pairs, w, d)
     assert np.allclose(np.triu(split.schur[0]).T @ np.triu(split.schur[0]), dense, rtol=1e-9)
+
+
+def test_the_band_of_the_rows_system_is_that_of_the_whole_and_its_steps_are_newtons(monkeypatch):
+    """The rows' sums' system formed within a band of blocks holds exactly the entries of the whole
+    ``Σ_y H_y⁻¹`` there; conjugate gradients preconditioned by it give the Newton step the whole
+    system gives, its rows' sums to the tolerance asked."""
+    pairs, w, d, rng = _random_factors(monkeypatch, n=9)
+    u, r, n = pairs.u, pairs.r, pairs.n
+    assert r >= 6
+    dense = _dense_sum(pairs, w, d)
+    q, sums = rng.standard_normal((n, w.shape[1])), rng.standard_normal(n)
+    whole = _interior_blocks.Factors(pairs, w, d)
+    dmu, da = whole.newton(q, sums, 1e-11)
+    for band in (1, 2):
+        banded = _interior_blocks.Factors(pairs, w, d, band=band)
+        assert banded.band == band and not banded.exact and not banded.widened
+        formed = np.triu(banded.schur[0]).T @ np.triu(banded.schur[0])
+        blocks = np.arange(r * u)[:n] // u
+        near = np.abs(blocks[:, None] - blocks[None, :]) <= band
+        assert np.allclose(formed[near], dense[near], rtol=1e-9, atol=1e-12)
+        assert np.allclose(formed[~near], 0.0, atol=1e-12)
+        bmu, bda = banded.newton(q, sums, 1e-11)
+        assert np.max(np.abs(bda.sum(axis=1) - sums)) <= 1e-11
+        assert np.allclose(bmu, dmu, rtol=1e-8, atol=1e-9) and np.allclose(bda, da, rtol=1e-8, atol=1e-9)
+        assert np.allclose(bda, np.linalg.solve(
+            pairs.g.T.toarray()[None] @ (w.T[:, :, None] * pairs.g.toarray()[None])
+            + np.eye(n)[None] * d.T[:, None, :], (q + bmu[:, None]).T[:, :, None])[:, :, 0].T, rtol=1e-8, atol=1e-9)
+
+
+def test_a_band_that_is_not_positive_definite_or_too_narrow_gives_way_to_the_whole(monkeypatch):
+    """Where the band's system is not positive definite, or its conjugate gradients need more
+    than ``LIMIT`` steps, the whole system is formed and the step is still Newton's."""
+    pairs, w, d, rng = _random_factors(monkeypatch, n=9)
+    q, sums = rng.standard_normal((pairs.n, w.shape[1])), rng.standard_normal(pairs.n)
+    dmu, da = _interior_blocks.Factors(pairs, w, d).newton(q, sums, 1e-11)
+    cho = _interior_blocks.scipy.linalg.cho_factor
+    calls = []
+
+    def refuse_the_band(a, *args):
+        calls.append(a.shape)
+        if len(calls) == 1:
+            raise np.linalg.LinAlgError("not positive definite")
+        return cho(a, *args)
+
+    monkeypatch.setattr(_interior_blocks.scipy.linalg, "cho_factor", refuse_the_band)
+    refused = _interior_blocks.Factors(pairs, w, d, band=1)
+    assert refused.exact and refused.widened and len(calls) == 2
+    monkeypatch.setattr(_interior_blocks.scipy.linalg, "cho_factor", cho)
+    monkeypatch.setattr(_interior_blocks, "LIMIT", 1)
+    slow = _interior_blocks.Factors(pairs, w, d, band=1)
+    bmu, bda = slow.newton(q, sums, 1e-11)
+    assert slow.exact and slow.widened and slow.steps > 1
+    assert np.allclose(bmu, dmu, rtol=1e-8, atol=1e-9) and np.allclose(bda, da, rtol=1e-8, atol=1e-9)
 
 
 def test_the_outputs_left_out_priced_in_threads_are_priced_as_by_one_model(monkeypatch):
@@ -297,7 +359,7 @@ def test_the_outputs_left_out_priced_in_threads_are_priced_as_by_one_model(monke
     from diffpriv.solvers._options import Options
 
     problem = _concentrated(6, 0.7, 1.5, 5)
-    monkeypatch.setattr(_interior, "_workers", lambda: 3)
+    monkeypatch.setattr(_interior_blocks, "workers", lambda: 3)
     run = _interior.InteriorRun(Options(gap_tol=1e-6, steps=40), problem, 0)
     assert run.others.size >= 6
     for _ in range(8):
@@ -305,7 +367,7 @@ def test_the_outputs_left_out_priced_in_threads_are_priced_as_by_one_model(monke
     split = run._price()
     assert len(run.pricing) == 3
     run.pricing = None
-    monkeypatch.setattr(_interior, "_workers", lambda: 1)
+    monkeypatch.setattr(_interior_blocks, "workers", lambda: 1)
     one = run._price()
     assert len(run.pricing) == 1
     assert np.all(one <= 0) and np.any(one < 0)
@@ -358,10 +420,39 @@ def test_a_start_is_centred_and_a_drifting_step_ends_the_run_at_its_best(monkeyp
     assert products.min() > 10 * float(np.min(np.r_[(run.a * z).ravel(), (run.s * lam).ravel()]))
     for _ in range(3):
         run.chunk()
-    solve = _interior.scipy.linalg.cho_solve  # the row sums' multipliers, off by 10⁻³ each time
-    monkeypatch.setattr(_interior.scipy.linalg, "cho_solve", lambda *args: solve(*args) + 1e-3)
+    newton = _interior_blocks.Factors.newton  # each step's rows' sums off by 10⁻³
+
+    def off(self, q, sums, tol):
+        dmu, da = newton(self, q, sums, tol)
+        return dmu, da + 1e-3 / da.shape[1]
+
+    monkeypatch.setattr(_interior_blocks.Factors, "newton", off)
     chunk = run.chunk()
     assert chunk.status == _interior.Status.STALLED
     assert np.allclose(run.table().sum(axis=-1), 1.0, atol=1e-12)
     out = run.finish(chunk.status)
     assert dp.certify(problem, out.table).ok
+
+
+def test_a_run_on_the_band_of_the_rows_system_reaches_the_lp_optimum(monkeypatch):
+    """With the rows' sums' system formed within one block of its diagonal (conjugate gradients
+    doing the rest), the run converges to the LP optimum as with the whole system, in as many
+    iterations."""
+    problem = _concentrated(8, 1.0, 1.5, 11, empty=0.5)
+    optimum = dp.solvers.lp(problem).value
+    whole = dp.design(problem, method="interior", gap_tol=1e-3)
+    widened = []
+    monkeypatch.setattr(_interior, "BAND", 1)
+    monkeypatch.setattr(_interior_blocks, "band", lambda r, blocks: blocks)
+    factors = _interior_blocks.Factors.__init__
+
+    def record(self, *args, **kwargs):
+        factors(self, *args, **kwargs)
+        widened.append(self.band)
+
+    monkeypatch.setattr(_interior_blocks.Factors, "__init__", record)
+    banded = dp.design(problem, method="interior", gap_tol=1e-3)
+    assert banded.certificate.ok and banded.result.converged and min(widened) == 1
+    assert banded.result.lower_bound <= optimum + 1e-9 <= banded.certificate.loss + 2e-9
+    assert banded.certificate.loss <= optimum * (1 + 1e-3) + 1e-9
+    assert abs(banded.result.steps - whole.result.steps) <= 2
