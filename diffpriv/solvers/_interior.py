@@ -8,16 +8,16 @@ grid's incidence matrix: sparse, and banded in the cells' natural order.
 
 **The method.** Mehrotra's predictor–corrector primal–dual interior point (Mehrotra 1992; Wright,
 *Primal-Dual Interior-Point Methods*, 1997) on that LP, with the Newton system solved by its
-structure rather than by a general sparse factorisation (which fills in: every row sum couples
-all outputs, every column's pair rows all rows). With ``z`` the multipliers of ``a ≥ 0``, ``s``
-the pair rows' slacks and ``λ`` their multipliers, the Newton step's table part for output ``y``
-is ``H_y Δa_y = q_y + Δμ`` with ``H_y = Gᵀ diag(λ_y/s_y) G + diag(z_y/a_y)`` — one banded
-symmetric positive definite matrix per output, block tridiagonal in blocks of the band's width
-``u`` and factorised so by batched matrix products over the outputs — and the row sums'
-multipliers ``μ`` solve the dense ``|rows| × |rows|`` system ``(Σ_y H_y⁻¹) Δμ = r``, by conjugate
-gradients preconditioned with the band of that matrix near its diagonal
-(:mod:`._interior_blocks`: about ``2·R·u²·(band + 1)`` operations per output to form, where the
-whole of it took ``2·R²·u``). It converges in 15–30 iterations on real location data and on uniform priors: column generation
+structure rather than by a general sparse factorisation (which fills in: every row sum couples all
+outputs, every column's pair rows all rows). With ``z`` the multipliers of ``a ≥ 0``, ``s`` the
+pair rows' slacks and ``λ`` their multipliers, the Newton step's table part for output ``y`` is
+``H_y Δa_y = q_y + Δμ`` with ``H_y = Gᵀ diag(λ_y/s_y) G + diag(z_y/a_y)`` — one banded symmetric
+positive definite matrix per output, block tridiagonal in blocks of the band's width ``u`` and
+factorised so by batched matrix products over the outputs — and the row sums' multipliers ``μ``
+solve the dense ``|rows| × |rows|`` system ``(Σ_y H_y⁻¹) Δμ = r``, by conjugate gradients
+preconditioned with the band of that matrix near its diagonal (:mod:`._interior_blocks`: about
+``2·R·u²·(band + 1)`` operations per output to form, where the whole of it took ``2·R²·u``). It
+converges in 15–30 iterations on real location data and on uniform priors: column generation
 (:mod:`._columns`) needs few rounds on a uniform prior but stalls where the prior is concentrated
 (most cells of real location data are empty, and the master's multipliers of the empty rows
 swing), PDHG needs 10⁵ steps there. Where the prior leaves most cells empty it runs on the cells
@@ -331,8 +331,8 @@ class InteriorRun(Declared):
         """Each output not run: a lower bound on ``min (c_y − μ)·a`` over its cone's columns with
         entries at most 1 (:class:`._column_pricing.Pricing`, HiGHS, its multipliers at the real
         budgets, trimmed; ``λ = 0`` where HiGHS finds no optimum); ``[len(others)]``. The outputs
-        are shared among one HiGHS model per CPU (:func:`._interior_blocks.workers`, output ``y`` always to model
-        ``y mod`` their count, which keeps its last basis), each in its own thread: HiGHS lets
+        are shared among one HiGHS model per CPU (:func:`._interior_blocks.workers`, output ``y``
+        always to model ``y mod`` their count, which keeps its last basis), each in its own thread: HiGHS lets
         other threads run while it solves (the earthquakes' 32×32 grid, 8-neighbour cells, 836
         outputs priced: 15–27 s a pricing on the 2-core CPU in one thread)."""
         from diffpriv.solvers._column_pricing import Pricing

@@ -322,9 +322,10 @@ def test_the_band_of_the_rows_system_is_that_of_the_whole_and_its_steps_are_newt
         bmu, bda = banded.newton(q, sums, 1e-11)
         assert np.max(np.abs(bda.sum(axis=1) - sums)) <= 1e-11
         assert np.allclose(bmu, dmu, rtol=1e-8, atol=1e-9) and np.allclose(bda, da, rtol=1e-8, atol=1e-9)
-        assert np.allclose(bda, np.linalg.solve(
-            pairs.g.T.toarray()[None] @ (w.T[:, :, None] * pairs.g.toarray()[None])
-            + np.eye(n)[None] * d.T[:, None, :], (q + bmu[:, None]).T[:, :, None])[:, :, 0].T, rtol=1e-8, atol=1e-9)
+        g = pairs.g.toarray()
+        h = g.T[None] @ (w.T[:, :, None] * g[None]) + np.eye(n)[None] * d.T[:, None, :]  # every H_y
+        steps = np.linalg.solve(h, (q + bmu[:, None]).T[:, :, None])[:, :, 0].T
+        assert np.allclose(bda, steps, rtol=1e-8, atol=1e-9)
 
 
 def test_a_band_that_is_not_positive_definite_or_too_narrow_gives_way_to_the_whole(monkeypatch):
