@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import time
 
 import numpy as np
 import scipy.linalg
@@ -47,7 +48,7 @@ the rows' sums (without them the rows' sums drifted from 1 by more than the budg
 the gap fell below 10⁻⁵, and an iterate failed its certificate unrepaired)."""
 MOST = 7
 """Steps with the whole ``S`` at most (the rows' sums are then as exact as its factor allows)."""
-LIMIT = 20
+LIMIT = 30
 """Steps with the band of ``S`` before the whole of it is formed."""
 
 
@@ -146,6 +147,8 @@ class Factors:
             in_threads(lambda share: self._forward(pairs, w, d, share), self.shares)
         self.steps = 0  # the most conjugate-gradient steps a direction took
         self.widened = False  # whether the band gave way to all of S
+        self.formed = 0.0  # seconds forming S (its band, or all of it)
+        self.beyond = 0.0  # seconds of the solves beyond the LEAST steps of each direction
         self.band = r - 1 if band is None else min(band, r - 1)
         if self.band < r - 1:
             try:
@@ -176,13 +179,14 @@ class Factors:
 
     def _form(self, band: int) -> None:
         """``schur``: the Cholesky factor of ``S`` within ``band`` blocks of its diagonal."""
-        n = self.n
+        n, start = self.n, time.perf_counter()
         with threadpoolctl.threadpool_limits(self.blas, user_api="blas"):
             totals = in_threads(lambda share: self._sum(share, band), self.shares)
         total = sum(totals[1:], totals[0])
         total = np.triu(total) + np.triu(total, 1).T
         self.schur = scipy.linalg.cho_factor(flushed(total[:n, :n]))
         self.band = band
+        self.formed += time.perf_counter() - start
 
     def _sum(self, batches: list[slice], band: int) -> np.ndarray:
         """The upper triangle of the sum of the ``H_y⁻¹`` of the outputs of ``batches`` within
@@ -216,7 +220,10 @@ class Factors:
         step = scipy.linalg.cho_solve(self.schur, off)
         direction, rz, k, total = step, float(off @ step), 0, 0
         while True:
+            start = time.perf_counter()
             t = self.solve(np.broadcast_to(direction[:, None], da.shape))
+            if total >= LEAST:
+                self.beyond += time.perf_counter() - start
             curve = float(direction @ t.sum(axis=1))
             if not curve > 0:  # no more to gain in floating point
                 break
