@@ -154,7 +154,7 @@ def _announce(problem, method: str, gap_tol: float) -> None:
     console.print(f"expect a long run: about {when} for the interior point on this CPU "
                   f"({_interior.outputs(problem).size} outputs x {ns * nx} inputs, about "
                   f"{_interior.ITERATIONS} iterations of {seconds / _interior.ITERATIONS:.0f} s); halving "
-                  "the grid's side makes each iteration about 100x cheaper, and --time-limit stops it "
+                  "the grid's side makes each iteration about 50x cheaper, and --time-limit stops it "
                   "with the best certified table so far", soft_wrap=True)
 
 

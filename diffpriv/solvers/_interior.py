@@ -106,11 +106,17 @@ gap, once it has been below 20 %: on the Sacramento sales' 16×16 grid at ε = 2
 (``e^{10.8}`` between 4-neighbours) the gap fell to 1.3 % by the 18th and rose from there as
 rounding took over."""
 ITERATIONS = 28
-FLOP_RATE = 8e9
+FLOP_RATE = 3e9
 """What :func:`expected_seconds` assumes: a run's iterations (19–27 on the Sacramento sales' 16×16
-grid, 4- and 8-neighbour cells) and the rate of the blocks' batched products on the 2-core CPU
-(the Sacramento sales' 32×32 grid, 201 outputs of 1,024 rows: 1.35·10¹⁰ an iteration, 46 s in
-all through the CLI, ``benchmarks/geo_real.py``)."""
+grid, 4- and 8-neighbour cells) and the rate at which the factorisations' operations
+(:func:`iteration_flops`) go on the 2-core CPU, the rest of an iteration included (the Sacramento
+sales' 32×32 grid, 4-neighbour cells, 0.5 per km, 201 outputs of 1,024 rows: 3.6·10⁹ an
+iteration, 26 iterations in 33 s; 48×48, 8-neighbour cells, 2 per km: 31 in 189 s at 4.7·10⁹ a
+second; ``benchmarks/geo_real.py``). Runs whose outputs all join, or whose band of the rows'
+system widens, take longer."""
+FORWARD = 7
+"""Operations of an output's forward factorisation per block, in units of ``u³`` (a Cholesky
+check, an inverse and two products)."""
 WARM = 0.3
 """A warm start's share of the cold first iterate (:func:`_start`) mixed into the last iterate of
 the budget before (:class:`Iterate`): that iterate is near the boundary, where the predictor's
@@ -158,12 +164,16 @@ def _band(problem: Problem) -> tuple[int, int, int]:
 
 
 def iteration_flops(problem: Problem) -> float:
-    """About how many floating-point operations an iteration's ``Σ_y H_y⁻¹`` takes on ``problem``
-    over the outputs it starts on (:func:`outputs`): the backward recursion's ``2·(r·u)²·u`` for
-    each (:class:`_Factors`)."""
+    """About how many floating-point operations an iteration's factorisations take on ``problem``
+    over the outputs it starts on (:func:`outputs`): for each, the forward block factorisation
+    (:data:`FORWARD` ``·r·u³``) and the band of :data:`BAND` blocks of ``Σ_y H_y⁻¹``
+    (``2·r·u³·(BAND + 1)``; the whole of it, ``2·(r·u)²·u``, where the band would be most of it:
+    :func:`._interior_blocks.band`)."""
     n, _, u = _band(problem)
-    size = -(-n // u) * u
-    return float(outputs(problem).size) * 2.0 * size * size * u
+    r = -(-n // u)
+    width = blocks.band(r, BAND)
+    form = 2.0 * (r * u) ** 2 * u if width >= r - 1 else 2.0 * r * u ** 3 * (width + 1)
+    return float(outputs(problem).size) * (FORWARD * r * u ** 3 + form)
 
 
 def memory(problem: Problem) -> int:
