@@ -151,7 +151,7 @@ def _true_bound(problem: Problem, result: OptimizeResult, cert: Certificate):
     constraints), with a note saying so. Every solver's bound is weak duality recomputed in
     float64 with outward margins; this is the guard that a bug in one cannot reach a user."""
     from diffpriv.certification._verify import ATOL, RTOL
-    from diffpriv.solvers._linear import smallest_objective
+    from diffpriv.solvers._rows import smallest_objective
 
     bound, loss = float(result.lower_bound), float(cert.loss)
     if not cert.ok or not bound > loss + RTOL * abs(loss) + ATOL:

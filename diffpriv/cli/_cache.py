@@ -9,6 +9,7 @@ its compilation took at least :data:`MIN_SECONDS`.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 __all__ = ["ENV", "MIN_SECONDS", "cache_dir", "enable_compile_cache"]
@@ -35,7 +36,9 @@ def cache_dir(value: str | None = None) -> Path | None:
 def enable_compile_cache(value: str | None = None) -> Path | None:
     """Points JAX's persistent compilation cache at :func:`cache_dir` (before the first
     compilation of the process, which is when JAX reads it); returns the folder, or ``None``
-    when it is off or cannot be created (the run then compiles as usual)."""
+    when it is off or cannot be created (the run then compiles as usual). Where JAX is not loaded
+    yet (a run that needs none never loads it), the settings go to the environment, which JAX reads
+    when a run loads it."""
     path = cache_dir(value)
     if path is None:
         return None
@@ -43,8 +46,11 @@ def enable_compile_cache(value: str | None = None) -> Path | None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
-    import jax
-
+    jax = sys.modules.get("jax")
+    if jax is None:
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = str(path)
+        os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(MIN_SECONDS)
+        return path
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_SECONDS)
     return path

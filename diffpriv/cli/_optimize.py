@@ -93,7 +93,7 @@ def optimize(
             _fail(f"--method: must be one of {', '.join(METHODS)}, got {method!r}", code=2)
         kwargs["method"] = method
 
-    from diffpriv._design import InfeasibleError, design  # imports JAX
+    from diffpriv._design import InfeasibleError, design  # (JAX only once a run needs it)
     from diffpriv.certification import DEFAULT_BITS, RepairError, TableError
     from diffpriv.cli._cache import enable_compile_cache
     from diffpriv.solvers._optimizer import SOLVER_ERRORS

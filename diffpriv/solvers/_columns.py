@@ -177,7 +177,7 @@ def balanced(problem: Problem) -> bool:
 def _edges(problem: Problem, tight: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pure pair bound ``a[i] ≤ e^{ε} a[j]`` over the flattened rows: ``(i, j, ε)``, both
     directions unless a block is directed; ``ε`` tightened when ``tight``."""
-    from diffpriv.solvers._linear import tighten_eps
+    from diffpriv.solvers._rows import tighten_eps
 
     nx = problem.shape[1]
     heads, tails, eps = [], [], []
@@ -234,7 +234,7 @@ class ColumnsRun(Declared):
     def __init__(self, opt, problem: Problem, seed: int, *, start: np.ndarray | None = None,
                  floor: float = -np.inf):
 
-        from diffpriv.solvers._linear import smallest_objective, tighten_eps
+        from diffpriv.solvers._rows import smallest_objective, tighten_eps
 
         self.opt, self.problem = opt, problem
         ns, nx, ny = problem.shape

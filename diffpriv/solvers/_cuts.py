@@ -470,8 +470,8 @@ class CutsRun(Declared):
         return applies(problem, divergence_kinds(problem.blocks()))
 
     def __init__(self, opt, problem: Problem, seed: int):
-        from diffpriv.solvers._linear import smallest_objective
         from diffpriv.solvers._lp import _build
+        from diffpriv.solvers._rows import smallest_objective
 
         self.opt, self.problem = opt, problem
         blocks = tuple(b for b in problem.blocks() if b.linear)

@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable, Iterator
 from typing import ClassVar, NamedTuple, Protocol
 
-import jax
 import numpy as np
 
 from diffpriv._gap import relative_gap
@@ -85,15 +84,20 @@ class _CompileClock:
 
     @contextlib.contextmanager
     def listening(self) -> Iterator[None]:
-        if self._depth == 0:
+        """Counts while runs are driven, where JAX is loaded (a run that needs it loads it with its
+        module, before it is driven; the others compile nothing)."""
+        jax = sys.modules.get("jax")
+        if self._depth == 0 and jax is not None:
             jax.monitoring.register_event_duration_secs_listener(self._count)
+            self._jax = jax
         self._depth += 1
         try:
             yield
         finally:
             self._depth -= 1
-            if self._depth == 0:
-                jax.monitoring.unregister_event_duration_listener(self._count)
+            if self._depth == 0 and getattr(self, "_jax", None) is not None:
+                self._jax.monitoring.unregister_event_duration_listener(self._count)
+                self._jax = None
 
     def __call__(self) -> float:
         return self._seconds

@@ -59,8 +59,8 @@ class ExactRun(Declared):
                 ref = solve_lp(self.problem, basis=self.basis, keep_basis=True, time_limit=limit)
             self.bound, self.label = ref.bound, "highs"
         else:
-            from diffpriv.solvers._linear import smallest_objective
             from diffpriv.solvers._linearized import linearized_bound
+            from diffpriv.solvers._rows import smallest_objective
 
             ref = solve_convex(self.problem)
             # the bound's rounds get a few times Clarabel's own time (at least 5 s)

@@ -139,7 +139,7 @@ def applies(problem: Problem) -> bool:
     and ``e^ε ≤`` :data:`LARGEST_RATIO`, every table entry in the support, and the expected loss
     (not the transport one)."""
     from diffpriv.solvers._columns import _pure_pairs
-    from diffpriv.solvers._linear import tighten_eps
+    from diffpriv.solvers._rows import tighten_eps
 
     blocks = problem.blocks()
     objective = problem.objective
@@ -259,7 +259,7 @@ class InteriorRun(Declared):
 
     def __init__(self, opt, problem: Problem, seed: int, *, floor: float = -np.inf,
                  iterate: Iterate | None = None):
-        from diffpriv.solvers._linear import smallest_objective
+        from diffpriv.solvers._rows import smallest_objective
 
         self.opt, self.problem = opt, problem
         self.pairs = pairs = blocks.Pairs(problem)

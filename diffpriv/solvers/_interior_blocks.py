@@ -65,7 +65,7 @@ class Pairs:
     def __init__(self, problem: Problem):
         from diffpriv.solvers._column_pricing import into_rows
         from diffpriv.solvers._columns import _edges
-        from diffpriv.solvers._linear import tighten_eps
+        from diffpriv.solvers._rows import tighten_eps
 
         ns, nx, ny = problem.shape
         self.n = n = ns * nx

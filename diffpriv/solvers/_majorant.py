@@ -53,7 +53,7 @@ def majorant(problem: Problem, rows: np.ndarray) -> np.ndarray | None:
 def _raise(problem: Problem, rows: np.ndarray, margin: float):
     """:func:`majorant` at one margin: ``(rows, largest violation)``, or ``None``."""
     from diffpriv.problems._blocks import PairBlock
-    from diffpriv.solvers._linear import tighten_eps
+    from diffpriv.solvers._rows import tighten_eps
 
     ns, nx, ny = problem.shape
     if problem.objective.transport:  # the rows carry the transport plans too, tied by equalities

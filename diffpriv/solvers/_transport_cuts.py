@@ -260,8 +260,8 @@ class TransportCutsRun(Declared):
         return applies(problem, divergence_kinds(problem.blocks()))
 
     def __init__(self, opt, problem: Problem, seed: int):
-        from diffpriv.solvers._linear import smallest_objective
         from diffpriv.solvers._lp import _build
+        from diffpriv.solvers._rows import smallest_objective
 
         self.opt, self.problem = opt, problem
         self.tighten_rel = min(max(opt.gap_tol / 4.0, 1e-9), 1e-2)

@@ -14,7 +14,7 @@ from diffpriv.problems._known import (
     random_problem,
     randomized_response,
 )
-from diffpriv.solvers import _optimizer, _pdhg_run
+from diffpriv.solvers import _budgets, _pdhg_run
 from diffpriv.solvers._lp import solve_lp
 from tests._problems import geo_problem
 
@@ -233,10 +233,10 @@ def test_huge_epsilon_stays_finite_and_every_traced_bound_is_valid():
 def test_batch_does_not_recompile_and_rejects_other_methods():
     problem = random_problem(4, n_in=5, n_out=5, extra="none")
     dp.solvers.solve_batch(problem, [1.0, 2.0], steps=1000)
-    before = _optimizer._batch._cache_size()
+    before = _budgets._batch._cache_size()
     dp.solvers.solve_batch(random_problem(5, n_in=5, n_out=5, n_pairs=sum(b.size for b in problem.blocks()),
                                   n_profiles=len(problem.profiles), extra="none"), [0.5, 3.0], steps=1000)
-    assert _optimizer._batch._cache_size() == before
+    assert _budgets._batch._cache_size() == before
     with pytest.raises(ValueError, match="optimizer.method"):
         dp.solvers.solve_batch(problem, [1.0], method="al")
 
