@@ -33,6 +33,7 @@ import dataclasses
 import io
 import json
 import math
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -326,9 +327,11 @@ def _certify_batched(problem, solved, seed, quantize, meta, options):
 
 def _processes() -> tuple[bool, int]:
     """``(whether this is process 0, the number of processes)``: several after
-    ``jax.distributed.initialize`` (one per host), where process 0 alone reads and writes ``out``."""
-    import jax
-
+    ``jax.distributed.initialize`` (one per host), where process 0 alone reads and writes ``out``.
+    One process where JAX is not loaded (a sweep whose runs need none)."""
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return True, 1
     return jax.process_index() == 0, jax.process_count()
 
 
@@ -357,14 +360,14 @@ def _batch_by_default(problem: Problem, options: dict[str, Any]) -> bool:
     """Whether ``batch = None`` runs the budgets as one program: where PDHG would run each and
     the batch has more than one device, or an accelerator, to run on (one CPU runs a batch no
     faster than one budget after another, and these start warm)."""
-    import jax
-
     from diffpriv.solvers._methods import route
     from diffpriv.solvers._optimizer import Optimizer
 
     opt = Optimizer(**options)
     if not problem.linear or route(problem, opt.method, gap_tol=opt.gap_tol)[0] != "pdhg":
         return False
+    import jax  # (PDHG runs: JAX loads with it anyway)
+
     return jax.device_count() > 1 or jax.default_backend() != "cpu"
 
 

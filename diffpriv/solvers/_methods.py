@@ -619,5 +619,10 @@ def declares(label: str, capability: str) -> bool:
 def run_of(label: str):
     """The :class:`._driver.Run` class whose results carry ``label`` as their ``method``
     (:attr:`._driver.Declared.labels`), or ``None`` for a label no run gives (a result built
-    elsewhere: a baseline's, a batch's)."""
-    return next((c for c in map(solver_class, SOLVERS) if label in c.labels), None)
+    elsewhere: a baseline's, a batch's). The runs whose modules are loaded are asked first (a
+    result's run has been), so that asking loads no other (JAX's among them)."""
+    import sys
+
+    loaded = [name for name, path in SOLVERS.items() if path.split(":")[0] in sys.modules]
+    order = loaded + [name for name in SOLVERS if name not in loaded]
+    return next((c for c in map(solver_class, order) if label in c.labels), None)

@@ -43,7 +43,7 @@ def test_version_answers_before_the_command_group_loads():
 
 def test_the_command_line_on_lp_sized_problems_loads_no_jax(tmp_path):
     """``diffpriv optimize`` on the quickstart (HiGHS runs) and on a grid of concentrated prior
-    (the interior point runs) certifies without loading JAX."""
+    (the interior point runs), and a sweep of the quickstart, certify without loading JAX."""
     grid = tmp_path / "grid.toml"
     grid.write_text(textwrap.dedent("""
         [inputs]
@@ -74,6 +74,18 @@ def test_the_command_line_on_lp_sized_problems_loads_no_jax(tmp_path):
         """)
         summary = json.loads((tmp_path / method / "summary.json").read_text())
         assert summary["method"] == method and summary["ok"] and not out["jax"], (method, out)
+    out = _fresh(f"""
+        import json, sys
+        from diffpriv.cli import main
+        sys.argv = ["diffpriv", "sweep", {str(ROOT / "configs" / "quickstart.toml")!r}, "--budget",
+                    "home-vs-out=0.5:2:2", "--out", {str(tmp_path / "sweep")!r}]
+        try:
+            main()
+        except SystemExit as e:
+            assert not e.code, e.code
+        print(json.dumps({{"jax": "jax" in sys.modules}}))
+    """)
+    assert not out["jax"] and (tmp_path / "sweep" / "frontier.csv").exists()
 
 
 def test_a_jax_run_loads_jax_on_demand_in_float64_and_leaves_x64_as_it_was():
