@@ -10,6 +10,7 @@ from typing import Annotated
 
 import numpy as np
 import typer
+from rich.console import Console
 
 from diffpriv.certification._schema import admit_certificate
 from diffpriv.cli._common import (
@@ -56,8 +57,11 @@ def optimize(
                      + "; ".join(f"{k}: {v}" for k, v in METHODS.items()) + "."),
     ] = None,
     progress: Annotated[
-        bool, typer.Option(help="Show a progress bar on stderr (only when it is a terminal).")
-    ] = True,
+        bool | None,
+        typer.Option("--progress/--no-progress",
+                     help="Progress on stderr: a bar where it is a terminal (the default); with --progress, "
+                     "one line every 5 s where it is not (a pipe, a log file)."),
+    ] = None,
     time_limit: Annotated[
         float | None,
         typer.Option("--time-limit", help="Stop the optimizer after SECONDS with the best table so far, "
@@ -99,7 +103,9 @@ def optimize(
     from diffpriv.solvers._optimizer import SOLVER_ERRORS
 
     enable_compile_cache()  # $DIFFPRIV_COMPILE_CACHE, or ~/.cache/diffpriv/jax; "off" turns it off
-    _announce(problem, kwargs.get("method", "auto"), kwargs.get("gap_tol", Options().gap_tol))
+    gap_tol = kwargs.get("gap_tol", Options().gap_tol)
+    _announce(problem, kwargs.get("method", "auto"), gap_tol)
+    progress = _progress(progress, gap_tol)
     try:
         with _user_errors():  # a method that does not apply, a problem too large for it: one line, exit 2
             d = design(problem, seed=seed, progress=progress, meta=meta, quantize=DEFAULT_BITS, **kwargs)
@@ -132,6 +138,18 @@ def optimize(
         raise typer.Exit(130)
     if not cert.ok:
         raise typer.Exit(1)
+
+
+def _progress(asked: bool | None, gap_tol: float):
+    """What ``design`` shows: a bar where stderr is a terminal, unless ``--no-progress``; where it
+    is not, lines (:func:`._progress.progress_lines`) with ``--progress``, else nothing."""
+    if asked is False:
+        return False
+    if asked and not Console(stderr=True).is_terminal:
+        from diffpriv.solvers._progress import progress_lines
+
+        return progress_lines(gap_tol)
+    return True
 
 
 def _announce(problem, method: str, gap_tol: float) -> None:

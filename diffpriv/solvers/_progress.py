@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["Estimate", "progress_bar"]
+__all__ = ["Estimate", "progress_bar", "progress_lines"]
 
 WINDOW = 0.5
 """The rate of the gap's fall is measured over this share of the time elapsed (the latest part)."""
 SHORTEST = 2.0
 """... and over at least this many seconds."""
+EVERY = 5.0
+"""Seconds between two lines of :func:`progress_lines`."""
 
 
 class Estimate:
@@ -102,3 +105,25 @@ def progress_bar(show: bool | Callable[[int, int, float], None] = True, target: 
                 bar.update(task, completed=done, total=total, gap=f"{gap:.1e}", done=f"{done}/{total}")
 
         yield report
+
+
+def progress_lines(target: float = 0.0, stream=None, every: float = EVERY,
+                   clock: Callable[[], float] = time.perf_counter) -> Callable[[int, int, float], None]:
+    """A ``progress(done, total, gap)`` callback that writes one line to ``stream`` (stderr) at most
+    every ``every`` seconds: the steps taken, the gap against ``target``, the seconds elapsed and,
+    where ``target > 0``, the time left (:class:`Estimate`) — the bar's content, for a pipe or a log
+    file (``diffpriv optimize --progress``)."""
+    estimate, start, last = Estimate(target, clock), clock(), [-math.inf]
+    goal = f" of {target:.0e}" if target > 0 else ""
+
+    def report(done: int, total: int, gap: float) -> None:
+        seconds = estimate(gap)
+        now = clock()
+        if now - last[0] < every:
+            return
+        last[0] = now
+        rest = left(seconds) if target > 0 and seconds else ""  # (0: within the target)
+        line = f"optimizing: {done} steps, gap {gap:.1e}{goal}, {now - start:.0f} s"
+        print(line + (f", {rest}" if rest else ""), file=stream or sys.stderr, flush=True)
+
+    return report

@@ -54,3 +54,20 @@ def test_bar_shows_the_gap_against_its_target(capsys, monkeypatch):
         report(12, 200, 3.5e-2)
     out, err = capsys.readouterr()
     assert out == "" and "12 steps" in err and "gap 3.5e-02 of 1e-02" in err and "/200" not in err
+
+
+def test_progress_lines_write_one_line_every_few_seconds_with_the_gap_and_the_time_left():
+    import io
+
+    from diffpriv.solvers._progress import progress_lines
+
+    clock, stream = _Clock(), io.StringIO()
+    report = progress_lines(1e-2, stream, every=5.0, clock=clock)
+    for t in range(13):  # the gap halves each second
+        clock.now = float(t)
+        report(10 * t, 200, 0.5 ** t)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3  # at 0, 5 and 10 s
+    assert lines == ["optimizing: 0 steps, gap 1.0e+00 of 1e-02, 0 s",
+                     "optimizing: 50 steps, gap 3.1e-02 of 1e-02, 5 s, about 2 s left",
+                     "optimizing: 100 steps, gap 9.8e-04 of 1e-02, 10 s"]  # within the target: no time left
