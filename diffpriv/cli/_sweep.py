@@ -25,19 +25,28 @@ MAX_BUDGETS = 1000
 
 
 def parse_budget(text: str, log: bool) -> tuple[str, str, list[float]]:
-    """``NAME[.FIELD]=LO:HI:N`` as ``(name, field, budgets)``; ``ValueError`` says what is wrong."""
+    """``NAME[.FIELD]=LO:HI:N`` or ``NAME[.FIELD]=a,b,c`` (the budgets themselves, in any order; a
+    single value too) as ``(name, field, budgets)``; ``ValueError`` says what is wrong."""
     from diffpriv._sweep import FIELDS, budget_grid
 
     name, eq, spec = text.rpartition("=")
     if not eq or not name:
-        raise ValueError(f"expected NAME=LO:HI:N (e.g. home-vs-out=0.25:4:8), got {text!r}")
+        raise ValueError(f"expected NAME=LO:HI:N or NAME=a,b,c (e.g. home-vs-out=0.25:4:8), got {text!r}")
     field = "epsilon"
     base, dot, tail = name.rpartition(".")
     if dot and tail in FIELDS:
         name, field = base, tail
+    if ":" not in spec:
+        try:
+            values = [float(v) for v in spec.split(",")]
+        except ValueError:
+            raise ValueError(f"expected numbers separated by commas after '=', got {spec!r}") from None
+        if len(values) > MAX_BUDGETS:
+            raise ValueError(f"at most {MAX_BUDGETS} budgets, got {len(values)}")
+        return name, field, values
     parts = spec.split(":")
     if len(parts) != 3:
-        raise ValueError(f"expected LO:HI:N after '=', got {spec!r}")
+        raise ValueError(f"expected LO:HI:N or a,b,c after '=', got {spec!r}")
     try:
         lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
     except ValueError:
@@ -52,7 +61,8 @@ def sweep(
     budget: Annotated[
         str, typer.Option("--budget", "-b",
                           help="NAME=LO:HI:N: N budgets from LO to HI for the constraint called NAME "
-                               "(its epsilon; NAME.delta=LO:HI:N sweeps its delta).")
+                               "(its epsilon; NAME.delta=LO:HI:N sweeps its delta); NAME=a,b,c: those "
+                               "budgets.")
     ],
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for frontier.csv, frontier.png/.pdf and "

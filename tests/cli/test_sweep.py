@@ -298,8 +298,11 @@ def test_parse_budget():
     assert parse_budget("home-vs-out=0.25:4:3", False) == ("home-vs-out", "epsilon", [0.25, 2.125, 4.0])
     name, field, values = parse_budget("a.b=c.delta=0.001:0.1:3", True)
     assert (name, field) == ("a.b=c", "delta") and values == pytest.approx([0.001, 0.01, 0.1])
+    assert parse_budget("geo=2,0.5,1", False) == ("geo", "epsilon", [2.0, 0.5, 1.0])  # as given
+    assert parse_budget("geo.delta=1e-3", True) == ("geo", "delta", [1e-3])
     for text, message in [("0.1:1:3", "NAME=LO:HI:N"), ("x=0.1:1", "LO:HI:N"), ("x=a:1:3", "numbers"),
-                          ("x=0.1:1:2000", "at most 1000")]:
+                          ("x=0.1:1:2000", "at most 1000"), ("x=0.5,a", "separated by commas"),
+                          ("x=" + ",".join(["1"] * 1001), "at most 1000")]:
         with pytest.raises(ValueError, match=message):
             parse_budget(text, False)
 
