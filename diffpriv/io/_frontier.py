@@ -27,15 +27,16 @@ def plot_frontier(frontier, ylabel: str, paths: Sequence[Path], *, title: str | 
         if Path(path).suffix.lower() not in FORMATS:
             raise ValueError(f"{path}: the figure's format follows the suffix: "
                              f"{', '.join(FORMATS)}")
-    x = [r["budget"] for r in frontier.rows]
+    rows = sorted(frontier.rows, key=lambda r: r["budget"])  # (budgets may be listed in any order)
+    x = [r["budget"] for r in rows]
     fig = Figure(figsize=(6.4, 4.4))
     ax = fig.add_subplot()
-    ax.plot(x, [r["certified_loss"] for r in frontier.rows], "o-", color="C0", lw=2,
+    ax.plot(x, [r["certified_loss"] for r in rows], "o-", color="C0", lw=2,
             label="diffpriv: certified table", zorder=3)
-    bounds = [r["lower_bound"] if math.isfinite(r["lower_bound"]) else math.nan for r in frontier.rows]
+    bounds = [r["lower_bound"] if math.isfinite(r["lower_bound"]) else math.nan for r in rows]
     ax.plot(x, bounds, "x--", color="C0", alpha=0.6, label="certified lower bound on the optimum")
     for k, name in enumerate(frontier.baselines):
-        y = [r[f"{name}_loss"] for r in frontier.rows]
+        y = [r[f"{name}_loss"] for r in rows]
         if any(math.isfinite(v) for v in y):
             ax.plot(x, y, "s:", color=f"C{k + 1}", ms=4, label=f"{name} (calibrated)")
     symbol = SYMBOL.get(frontier.field, frontier.field)
