@@ -337,7 +337,7 @@ def config_from_dict(
     try:
         cfg = config_schema().model_validate(d)
     except ValidationError as e:
-        raise ConfigError(one_line(e)) from None
+        raise ConfigError(one_line(e, config_schema())) from None
     try:
         problem = _build(cfg, Path(base_dir))
     except SpecError as e:

@@ -13,6 +13,7 @@ the problem is built (``check``), with the same field paths.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import re
 import types
@@ -237,24 +238,65 @@ def _choices(names) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
-def one_line(e: ValidationError) -> str:
-    """The first error of ``e`` as ``"<field path>: <problem>"`` (and how many more)."""
-    err = e.errors()[0]
+def _models(annotation) -> list[type[StrictModel]]:
+    """The config tables an annotation holds (through unions, lists, ``Annotated``)."""
+    if isinstance(annotation, type) and issubclass(annotation, StrictModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models(arg)]
+
+
+def _keys_at(model: type[StrictModel] | None, loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the table at ``loc`` takes (a location of pydantic's, tags of discriminated unions
+    included), ``model`` the whole config's; none where that cannot be told."""
+    tables = [model] if model is not None else []
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        tagged = [m for m in tables if "kind" in m.model_fields
+                  and typing.get_args(m.model_fields["kind"].annotation) == (part,)]
+        tables = tagged or [m for t in tables if part in t.model_fields
+                            for m in _models(t.model_fields[part].annotation)]
+    return sorted({k for t in tables for k in t.model_fields})
+
+
+def _near(value: Any, names) -> str:
+    """`` (did you mean 'x'?)`` where ``value`` is a string close to one of ``names`` (difflib's
+    ratio at least 0.6), else ``""``."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, [str(n) for n in names], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close and close[0] != value else ""
+
+
+def one_line(e: ValidationError, model: type[StrictModel] | None = None) -> str:
+    """The first error of ``e`` as ``"<field path>: <problem>"`` (and how many more), with the
+    nearest kind, or key of the same table of ``model`` (the config's schema), where the one
+    given is a typo of it (``did you mean ...?``). A missing key whose typo stands beside it in the
+    same table is reported as that typo."""
+    errors = e.errors()
+    err = errors[0]
+    if err["type"] == "missing":
+        typos = [x for x in errors if x["type"] == "extra_forbidden" and x["loc"][:-1] == err["loc"][:-1]
+                 and _near(x["loc"][-1], [err["loc"][-1]])]
+        err = typos[0] if typos else err
     what, msg = err["type"], err["msg"].removeprefix("Value error, ")
     loc, tag = _untagged(err["loc"])
     if what == "extra_forbidden":
-        msg = f"{tag} takes no {loc[-1]}" if tag else "unknown key"
+        keys = _keys_at(model, err["loc"][:-1])
+        msg = (f"{tag} takes no {loc[-1]}" if tag else "unknown key") + _near(loc[-1], keys)
     elif what == "missing":
         msg = "required key is missing"
     elif what == "union_tag_not_found":
         loc, msg = (*loc, "kind"), "required key is missing"
     elif what == "union_tag_invalid":
         kinds = FAMILIES if loc[0] == "constraints" else OBJECTIVES
-        loc, msg = (*loc, "kind"), f"must be {_choices(kinds)}, got {short(err['ctx']['tag'])}"
+        given = err["ctx"]["tag"]
+        loc, msg = (*loc, "kind"), f"must be {_choices(kinds)}, got {short(given)}{_near(given, kinds)}"
     elif what == "model_type":
         msg = "expected a table"
     elif what == "literal_error":
-        msg = f"must be {err['ctx']['expected']}, got {short(err['input'])}"
+        expected = re.findall(r"'([^']*)'", err["ctx"]["expected"])
+        msg = f"must be {err['ctx']['expected']}, got {short(err['input'])}{_near(err['input'], expected)}"
     elif what.endswith("_type") or what in (
         "greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"
     ):

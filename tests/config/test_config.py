@@ -57,7 +57,13 @@ BAD = [
      "unknown item 'z'"),
     ("unknown-key", _with("colour", "red"), "colour", "unknown key"),
     ("unknown-nested-key", _with("constraints.0.epsilonn", 1.0), "constraints[0].epsilonn",
-     "distp takes no epsilonn"),
+     "distp takes no epsilonn (did you mean 'epsilon'?)"),
+    ("kind-typo", _with("constraints.0.kind", "dsitp"), "constraints[0].kind",
+     "got 'dsitp' (did you mean 'distp'?)"),
+    ("literal-typo", _with("loss", {"kind": "euclidian"}), "loss.kind",
+     "got 'euclidian' (did you mean 'euclidean'?)"),
+    ("key-typo", _with("optimizer", {"gap_toll": 1e-3}), "optimizer.gap_toll",
+     "unknown key (did you mean 'gap_tol'?)"),
     ("missing", _with("loss", {}), "loss.kind", "required"),
     ("xdp-delta", _with("constraints.0", {"kind": "xdp", "epsilon": 1.0, "delta": 0.1}),
      "constraints[0].delta", "xdp takes no delta"),
@@ -132,6 +138,16 @@ def test_bad_input_is_one_line_naming_the_field(config, field, words):
     assert msg.startswith(f"{field}: "), msg
     assert words in msg, msg
     assert "\n" not in msg
+
+
+def test_a_missing_key_beside_its_typo_is_reported_as_the_typo():
+    config = copy.deepcopy(BASE)
+    config["constraints"][0]["epsilom"] = config["constraints"][0].pop("epsilon")
+    with pytest.raises(ConfigError, match=r"^constraints\[0\]\.epsilom: distp takes no epsilom "
+                                          r"\(did you mean 'epsilon'\?\)"):
+        config_from_dict(config)
+    with pytest.raises(ConfigError, match=r"^optimizer\.colour: unknown key$"):  # nothing near: no guess
+        config_from_dict(_with("optimizer", {"colour": 1}))
 
 
 def test_toml_syntax_error(tmp_path):
