@@ -131,14 +131,9 @@ def constraint_index(problem: Problem, name: str | None) -> int:
 def at_budget(problem: Problem, index: int, field: str, value: float) -> Problem:
     """``problem`` with constraint ``index``'s ``field`` (``"epsilon"`` or ``"delta"``) set to
     ``value`` (checked by the constraint itself: a ``SpecError`` for a value it refuses)."""
-    c = problem.constraints[index]
     if field not in FIELDS:
         raise ValueError(f"a sweep varies one of {', '.join(FIELDS)}, not {field!r}")
-    if field not in {f.name for f in dataclasses.fields(c)}:
-        raise ValueError(f"constraint {c.name!r} ({type(c).__name__}) has no {field} budget")
-    constraints = list(problem.constraints)
-    constraints[index] = dataclasses.replace(c, **{field: float(value)})
-    return dataclasses.replace(problem, constraints=tuple(constraints))
+    return problem.with_budget(problem.constraints[index].name, value, field)
 
 
 def _spec(problem, name, field, budgets, baselines, seed, quantize, options) -> dict[str, Any]:

@@ -311,6 +311,34 @@ class Problem:
         return dataclasses.replace(self, constraints=tuple(
             dataclasses.replace(c, epsilon=c.epsilon * factor) for c in self.constraints))
 
+    def with_budget(self, name: str, value: float, field: str = "epsilon") -> Problem:
+        """This problem with the constraint called ``name``'s budget ``field`` (``"epsilon"`` or
+        ``"delta"``) set to ``value``, checked as any constraint's (a point of a frontier).
+
+        Raises:
+          ValueError: no constraint or several are called ``name``, or it has no such budget.
+        """
+        hits = [i for i, c in enumerate(self.constraints) if c.name == name]
+        if len(hits) != 1:
+            names = ", ".join(c.name for c in self.constraints) or "none"
+            raise ValueError(f"{'no constraint' if not hits else f'{len(hits)} constraints'} named "
+                             f"{name!r} (the constraints: {names})")
+        c = self.constraints[hits[0]]
+        if field not in ("epsilon", "delta") or field not in {f.name for f in dataclasses.fields(c)}:
+            raise ValueError(f"constraint {name!r} ({type(c).__name__}) has no {field} budget")
+        constraints = list(self.constraints)
+        constraints[hits[0]] = dataclasses.replace(c, **{field: float(value)})
+        return dataclasses.replace(self, constraints=tuple(constraints))
+
+    def __repr__(self) -> str:
+        ns, nx, ny = self.shape
+        cons = ", ".join(f"{c.name} ({c.kind}, ε={getattr(c, 'epsilon', float('nan')):g})"
+                         for c in self.constraints)
+        who = f"{ns} profiles × " if ns > 1 else ""
+        return (f"Problem({who}{nx} inputs → {ny} outputs, {self.objective.text}, "
+                f"{len(self.constraints)} constraint{'s' * (len(self.constraints) != 1)}"
+                + (f": {cons}" if cons else "") + ")")
+
     def objective_value(self, table: np.ndarray) -> float:
         """The value of this problem's objective for ``table``."""
         return self.objective.value(self, table)

@@ -409,3 +409,27 @@ def test_scaled_multiplies_every_budget_and_leaves_the_problem_alone():
     double = problem.scaled(2.0)
     assert [c.epsilon for c in double.constraints] == [2.0 * c.epsilon for c in problem.constraints]
     assert double.objective == problem.objective and double.shape == problem.shape
+
+
+def test_with_budget_sets_one_constraints_budget_and_repr_is_short():
+    from diffpriv.problems import pairs_within
+    from diffpriv.problems._checks import SpecError
+
+    dom = dp.Domain.grid(3, 3, 1.0)
+    problem = dp.Problem(dom, dom, dom.distances(dom), np.full(9, 1 / 9), constraints=(
+        dp.ExtendedDP(1.0, pairs=pairs_within(dom, 1.0), name="geo"),
+        dp.LocalDP(4.0, delta=0.01, name="ldp")))
+    moved = problem.with_budget("geo", 0.5)
+    assert moved.constraints[0] == dataclasses.replace(problem.constraints[0], epsilon=0.5)
+    assert moved.constraints[1] == problem.constraints[1] and problem.constraints[0].epsilon == 1.0
+    assert problem.with_budget("ldp", 0.02, "delta").constraints[1].delta == 0.02
+    for name, field, words in (("nope", "epsilon", "no constraint named 'nope' (the constraints: geo, ldp)"),
+                               ("geo", "delta", "has no delta budget"),
+                               ("geo", "alpha", "no alpha budget")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            problem.with_budget(name, 1.0, field)
+    with pytest.raises(SpecError):
+        problem.with_budget("geo", -1.0)
+    text = repr(problem)
+    assert text == ("Problem(9 inputs → 9 outputs, expected loss, 2 constraints: geo (xdp, ε=1), "
+                    "ldp (ldp, ε=4))")

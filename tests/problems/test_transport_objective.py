@@ -507,7 +507,7 @@ def test_config_accepts_the_table_form(tmp_path, laws):
 @pytest.mark.parametrize(("line", "message"), [
     ('{ kind = "transport", laws = "x" }', "objective.laws: must be 'prior', 'profiles' or 'items', got 'x'"),
     ('{ kind = "transport", laws = 3 }', "objective.laws: must be 'prior', 'profiles' or 'items', got 3"),
-    ('{ kind = "transport", law = "items" }', "objective.law: transport takes no law"),
+    ('{ kind = "transport", law = "items" }', "objective.law: transport takes no law (did you mean 'laws'?)"),
     ('{ laws = "items" }', "objective.kind: required key is missing"),
     ('{ kind = "median" }',
      "objective.kind: must be 'expected', 'worst', 'entry' or 'transport', got 'median'"),
