@@ -84,6 +84,26 @@ class Frontier:
     resumed: int
     out: Path | None
 
+    def to_pandas(self):
+        """The rows as a pandas ``DataFrame``, one per budget in the order given (pandas is not a
+        dependency of diffpriv: ``pip install pandas``)."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError("Frontier.to_pandas needs pandas (pip install pandas)") from None
+        return pandas.DataFrame(list(self.rows))
+
+    def plot(self, path: str | Path | None = None, *, ylabel: str = "certified loss",
+             title: str | None = None):
+        """The frontier as a matplotlib ``Figure`` (the certified losses and bounds over the
+        budgets, each baseline beside them), also written to ``path`` where given (PNG, PDF or
+        SVG by its suffix)."""
+        from diffpriv.io._frontier import frontier_figure, plot_frontier
+
+        if path is None:
+            return frontier_figure(self, ylabel, title=title)
+        return plot_frontier(self, ylabel, [Path(path)], title=title)
+
 
 def budget_grid(lo: float, hi: float, n: int, *, log: bool = False) -> np.ndarray:
     """``n`` budgets from ``lo`` to ``hi``, evenly spaced (geometrically with ``log``).

@@ -20,13 +20,10 @@ FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
 SYMBOL = {"epsilon": "ε", "delta": "δ"}
 
 
-def plot_frontier(frontier, ylabel: str, paths: Sequence[Path], *, title: str | None = None) -> None:
-    """Draws ``frontier`` (a :class:`diffpriv._sweep.Frontier`) and writes it to each path,
-    atomically. A baseline's points where no setting meets the budget are left out."""
-    for path in paths:
-        if Path(path).suffix.lower() not in FORMATS:
-            raise ValueError(f"{path}: the figure's format follows the suffix: "
-                             f"{', '.join(FORMATS)}")
+def frontier_figure(frontier, ylabel: str, *, title: str | None = None) -> Figure:
+    """``frontier`` (a :class:`diffpriv._sweep.Frontier`) drawn: the certified losses and bounds
+    over the budgets, each baseline calibrated to them (its points where no setting meets the
+    budget left out)."""
     rows = sorted(frontier.rows, key=lambda r: r["budget"])  # (budgets may be listed in any order)
     x = [r["budget"] for r in rows]
     fig = Figure(figsize=(6.4, 4.4))
@@ -48,6 +45,18 @@ def plot_frontier(frontier, ylabel: str, paths: Sequence[Path], *, title: str | 
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
+    return fig
+
+
+def plot_frontier(frontier, ylabel: str, paths: Sequence[Path], *, title: str | None = None) -> Figure:
+    """Draws ``frontier`` (:func:`frontier_figure`) and writes it to each path, atomically (the
+    format by the suffix); returns the figure."""
+    for path in paths:
+        if Path(path).suffix.lower() not in FORMATS:
+            raise ValueError(f"{path}: the figure's format follows the suffix: "
+                             f"{', '.join(FORMATS)}")
+    fig = frontier_figure(frontier, ylabel, title=title)
     for path in paths:
         with atomic_open(path, "wb") as f:
             fig.savefig(f, format=FORMATS[Path(path).suffix.lower()], dpi=150)
+    return fig

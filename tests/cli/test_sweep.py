@@ -58,6 +58,26 @@ def test_sweep_certifies_every_budget_within_one_percent_of_the_lp(city, tmp_pat
         assert (tmp_path / name).stat().st_size > 1000
 
 
+def test_a_frontier_gives_its_rows_as_a_table_and_its_figure(city, tmp_path):
+    f = dp.sweep(city, [2.0, 0.5, 1.0])  # listed out of order: the figure follows the budgets
+    fig = f.plot(tmp_path / "f.pdf", ylabel="expected loss (cells)")
+    assert (tmp_path / "f.pdf").read_bytes()[:4] == b"%PDF"
+    (ax,) = fig.axes
+    assert list(ax.lines[0].get_xdata()) == [0.5, 1.0, 2.0] and ax.get_ylabel() == "expected loss (cells)"
+    ordered = sorted(f.rows, key=lambda r: r["budget"])
+    assert list(ax.lines[0].get_ydata()) == [r["certified_loss"] for r in ordered]
+    assert f.plot().axes[0].get_ylabel() == "certified loss"
+    try:
+        import pandas  # noqa: F401  (not a dependency)
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install pandas"):
+            f.to_pandas()
+    else:
+        table = f.to_pandas()
+        assert list(table["budget"]) == [2.0, 0.5, 1.0] and list(table["certified_loss"]) == [
+            r["certified_loss"] for r in f.rows]
+
+
 def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_budget(city, tmp_path):
     budgets = [0.5, 1.0, 1.5, 2.0, 3.0]
     seen = []
