@@ -94,15 +94,16 @@ class Frontier:
         return pandas.DataFrame(list(self.rows))
 
     def plot(self, path: str | Path | None = None, *, ylabel: str = "certified loss",
-             title: str | None = None):
+             title: str | None = None, log_loss: bool = False, paper: bool = False):
         """The frontier as a matplotlib ``Figure`` (the certified losses and bounds over the
-        budgets, each baseline beside them), also written to ``path`` where given (PNG, PDF or
-        SVG by its suffix)."""
+        budgets, each baseline beside them; the loss axis logarithmic with ``log_loss``; one
+        panel a column of a paper wide with ``paper``), also written to ``path`` where given
+        (PNG, PDF or SVG by its suffix; a PDF is always drawn for a paper)."""
         from diffpriv.io._frontier import frontier_figure, plot_frontier
 
         if path is None:
-            return frontier_figure(self, ylabel, title=title)
-        return plot_frontier(self, ylabel, [Path(path)], title=title)
+            return frontier_figure(self, ylabel, title=title, log_loss=log_loss, paper=paper)
+        return plot_frontier(self, ylabel, [Path(path)], title=title, log_loss=log_loss)
 
 
 def budget_grid(lo: float, hi: float, n: int, *, log: bool = False) -> np.ndarray:
@@ -400,7 +401,7 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
           seed: int = 0, quantize: int | None = None, meta: dict[str, Any] | None = None,
           on_point: Callable[[int, dict[str, Any]], None] | None = None,
           on_redo: Callable[[int, str], None] | None = None, batch: bool | None = None,
-          shard: bool = True, **options) -> Frontier:
+          shard: bool = True, log_loss: bool = False, **options) -> Frontier:
     """The privacy–utility frontier of ``problem`` over the budgets of one constraint (module
     docstring).
 
@@ -427,6 +428,7 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
         A batched budget's ``status`` is ``"converged"`` when its certified gap is within
         ``gap_tol``, else ``"step limit"``.
       shard: a batch is split over every local device (``jax.sharding``).
+      log_loss: ``out``'s figures with a logarithmic loss axis.
       **options: the optimizer's settings (:class:`~diffpriv.solvers.Optimizer`).
 
     Raises:
@@ -524,5 +526,8 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
 
         if resumed:  # the rows read back, as rebuilt from their certificates, replace the file's
             write_csv(out / "frontier.csv", list(ordered))
-        plot_frontier(frontier, problem.objective.text, [out / "frontier.png", out / "frontier.pdf"])
+        from diffpriv.io._frontier import loss_label
+
+        plot_frontier(frontier, loss_label(problem), [out / "frontier.png", out / "frontier.pdf"],
+                      log_loss=log_loss)
     return frontier

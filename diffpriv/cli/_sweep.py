@@ -69,6 +69,8 @@ def sweep(
                                                "certificates/; a rerun into it resumes the sweep.")
     ],
     log: Annotated[bool, typer.Option("--log", help="Space the budgets geometrically.")] = False,
+    log_loss: Annotated[bool, typer.Option("--log-loss", help="Draw the loss axis of frontier.png/.pdf "
+                                                             "logarithmic.")] = False,
     baselines: Annotated[
         str, typer.Option(help="Comma-separated mechanisms calibrated to every budget "
                                "(krr, planar_laplace, planar_gaussian, restricted_laplace).")
@@ -93,8 +95,9 @@ def sweep(
 
     Writes OUT/certificates/budget-NNN.json (each verifies with diffpriv certify),
     OUT/frontier.csv (budget, certified loss, lower bound, gap, status, method, seconds, and each
-    baseline's certified loss and parameter) after every budget, and OUT/frontier.png and .pdf
-    at the end. Interrupted (Ctrl-C, a kill) and run again with the same arguments, it resumes
+    baseline's certified loss and parameter) after every budget, and OUT/frontier.png (for a
+    screen) and .pdf (one panel a column of a paper wide) at the end, the loss in the
+    coordinates' units where the loss is their distance. Interrupted (Ctrl-C, a kill) and run again with the same arguments, it resumes
     where it stopped: a budget is kept when its certificate verifies for the config at that
     budget (its row rebuilt from it), else solved again with a warning; a folder holding a
     different sweep, or a frontier.csv that is not a sweep's, is refused. With DIFFPRIV_COORDINATOR
@@ -162,13 +165,15 @@ def sweep(
         try:
             frontier = run_sweep(problem, budgets, constraint=name, field=field, out=out, baselines=names,
                                  seed=seed, quantize=DEFAULT_BITS, meta=meta, on_point=on_point,
-                                 on_redo=on_redo, batch=batch, **kwargs)
+                                 on_redo=on_redo, batch=batch, log_loss=log_loss, **kwargs)
         except KeyboardInterrupt:
             _fail(f"interrupted after {finished[0]} of {len(budgets)} budgets (each saved in {out}); "
                   "run the same command again to resume", code=130)
         except ValueError as e:  # another sweep in the folder, a budget a solver refuses
             _fail(str(e))
-    _print_frontier(frontier, problem.objective.text, f"diffpriv sweep {config}")
+    from diffpriv.io._frontier import loss_label
+
+    _print_frontier(frontier, loss_label(problem), f"diffpriv sweep {config}")
     console.print(f"wrote {out / 'frontier.csv'}, {out / 'frontier.png'}, {out / 'frontier.pdf'} and "
                   f"{len(budgets)} certificates in {out / 'certificates'}"
                   + (f" ({frontier.resumed} read back from an earlier run)" if frontier.resumed else ""))

@@ -78,6 +78,27 @@ def test_a_frontier_gives_its_rows_as_a_table_and_its_figure(city, tmp_path):
             r["certified_loss"] for r in f.rows]
 
 
+def test_the_frontier_figure_names_the_loss_unit_keeps_its_legend_off_the_curves_and_fits_a_column(city):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from diffpriv.io._frontier import frontier_figure, loss_label
+
+    assert loss_label(city) == "expected loss (km)"  # Euclidean cells of 1 km
+    hamming = dataclasses.replace(city, loss=(city.loss > 0).astype(float))
+    assert loss_label(hamming) == "expected loss"  # not a distance: no unit
+    f = dp.sweep(city, [0.5, 1.0, 2.0])
+    screen = frontier_figure(f, loss_label(city))
+    FigureCanvasAgg(screen).draw()
+    (ax,) = screen.axes
+    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1  # right of the axes
+    assert ax.get_yscale() == "linear" and ax.get_ylabel() == "expected loss (km)"
+    paper = f.plot(log_loss=True, paper=True)
+    FigureCanvasAgg(paper).draw()
+    (ax,) = paper.axes
+    assert tuple(paper.get_size_inches()) == (3.5, 3.2) and ax.get_yscale() == "log"
+    assert ax.get_legend().get_window_extent().y1 <= ax.get_window_extent().y0  # below the axes
+
+
 def test_an_interrupted_sweep_resumes_without_losing_or_repeating_a_budget(city, tmp_path):
     budgets = [0.5, 1.0, 1.5, 2.0, 3.0]
     seen = []
@@ -331,9 +352,11 @@ def test_cli_sweep_writes_the_frontier_and_resumes(runner, tmp_path):
     config = tmp_path / "c.toml"
     config.write_text(BASE_TOML.replace('kind = "distp"', 'kind = "distp"\nname = "pq"'))
     out = tmp_path / "out"
-    args = ["sweep", str(config), "--budget", "pq=0.25:2:4", "--out", str(out), "--baselines", "krr"]
+    args = ["sweep", str(config), "--budget", "pq=0.25:2:4", "--out", str(out), "--baselines", "krr",
+            "--log-loss"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
+    assert (out / "frontier.pdf").read_bytes()[:4] == b"%PDF" and (out / "frontier.png").stat().st_size > 1000
     rows = _rows(out)
     assert len(rows) == 4 and all(r["ok"] == "True" for r in rows) and "krr_loss" in rows[0]
     assert "4 certificates" in _text(result.stdout)
