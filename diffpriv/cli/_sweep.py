@@ -93,17 +93,17 @@ def sweep(
 ) -> None:
     """Trace the privacy–utility frontier of CONFIG: optimize and certify at each budget.
 
-    Writes OUT/certificates/budget-NNN.json (each verifies with diffpriv certify),
-    OUT/frontier.csv (budget, certified loss, lower bound, gap, status, method, seconds, and each
-    baseline's certified loss and parameter) after every budget, and OUT/frontier.png (for a
-    screen) and .pdf (one panel a column of a paper wide) at the end, the loss in the
-    coordinates' units where the loss is their distance. Interrupted (Ctrl-C, a kill) and run again with the same arguments, it resumes
-    where it stopped: a budget is kept when its certificate verifies for the config at that
-    budget (its row rebuilt from it), else solved again with a warning; a folder holding a
-    different sweep, or a frontier.csv that is not a sweep's, is refused. With DIFFPRIV_COORDINATOR
-    (host:port of process 0), DIFFPRIV_NUM_PROCESSES and DIFFPRIV_PROCESS_ID set, it is one of
-    several processes (one per host) running the same command: a batch runs over all their
-    devices, and process 0 writes OUT.
+    Writes OUT/certificates/budget-NNN.json (each verifies with diffpriv certify), OUT/frontier.csv
+    (budget, certified loss, lower bound, gap, status, method, seconds, and each baseline's
+    certified loss and parameter) after every budget, and OUT/frontier.png (for a screen) and .pdf
+    (one panel a column of a paper wide) at the end, the loss in the coordinates' units where the
+    loss is their distance. Interrupted (Ctrl-C, a kill) and run again with the same arguments, it
+    resumes where it stopped: a budget is kept when its certificate verifies for the config at that
+    budget (its row rebuilt from it), else solved again with a warning; a folder holding a different
+    sweep, or a frontier.csv that is not a sweep's, is refused. With DIFFPRIV_COORDINATOR (host:port
+    of process 0), DIFFPRIV_NUM_PROCESSES and DIFFPRIV_PROCESS_ID set, it is one of several
+    processes (one per host) running the same command: a batch runs over all their devices, and
+    process 0 writes OUT.
     """
     problem, options = _load(config)
     try:
