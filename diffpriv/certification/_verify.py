@@ -70,6 +70,8 @@ class VerifyReport:
         problem or the table could not be read).
       exact: whether the exact check ran.
       problem: the problem rebuilt from the certificate (``None`` when it could not be read).
+      mismatch: where a ``problem`` was given and the certificate is of another, the first field
+        that differs (its claims were then not checked); else ``None``.
     """
 
     ok: bool
@@ -77,6 +79,7 @@ class VerifyReport:
     levels: tuple[ConstraintLevel, ...] = ()
     exact: bool = False
     problem: Problem | None = None
+    mismatch: str | None = None
 
 
 def _close(stored: Any, value: float) -> bool:
@@ -247,7 +250,7 @@ def verify(obj: Certificate | Mapping | str | os.PathLike, *, exact: bool = Fals
             differs = problem_difference(checked.problem, problem)
             if differs:
                 return VerifyReport(False, [f"not the certificate of the given problem: {differs}"],
-                                    (), exact, checked.problem)
+                                    (), exact, checked.problem, mismatch=differs)
         admit_check(checked.problem, exact=exact, max_seconds=max_seconds, max_memory=max_memory)
         admit(checked.problem, "certifier")
         if exact:

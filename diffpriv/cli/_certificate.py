@@ -23,6 +23,7 @@ from diffpriv.cli._common import (
 )
 from diffpriv.cli._summary import _constraints, _print_constraints
 from diffpriv.io._export import FORMATS, write_table
+from diffpriv.problems._checks import SpecError
 
 
 def certify(
@@ -41,6 +42,11 @@ def certify(
         Path | None, typer.Option(help="The config the certificate must be for: exit 1 naming the "
                                        "first field that differs.")
     ] = None,
+    budget: Annotated[
+        str | None, typer.Option("--budget", "-b",
+                                 help="NAME=x (NAME.delta=x): with --config, the config's constraint "
+                                      "NAME at budget x, as a sweep's certificate at x is.")
+    ] = None,
 ) -> None:
     """Re-check every claim of a certificate from scratch; exit 0 if all hold, 1 if any fails.
 
@@ -49,8 +55,9 @@ def certify(
     level (and before a metric's triangle check or a transport), the time and memory of the
     check are estimated from the problem; above --max-seconds or --max-memory it refuses in one
     line (exit 2: nothing was checked). With --config, the certificate must be for exactly the
-    problem CONFIG defines (domains, loss, prior, items, constraints and budgets): one that is
-    not fails (exit 1) naming the first field that differs.
+    problem CONFIG defines (domains, loss, prior, items, constraints and budgets; --budget sets
+    one constraint's budget, for a certificate of `diffpriv sweep`): one that is not is a mismatch
+    (exit 1, one line naming the first field that differs; its claims are not checked).
     """
     if not max_seconds > 0:
         _fail(f"--max-seconds: must be > 0, got {max_seconds!r}")
@@ -59,10 +66,19 @@ def certify(
     limit = None if max_memory is None else int(max_memory * 2**30)
     from diffpriv.measures._transport import deferred_triangle_checks
 
+    if budget is not None and config is None:
+        _fail("--budget: sets a budget of --config's problem; give --config too")
     with deferred_triangle_checks():  # the O(n³) metric checks: verify's, after its admission
         expected = None if config is None else _load(config)[0]
+        if budget is not None:
+            expected = _at_budget(expected, budget)
         checked = _read_certificate(file)
     report = _verify(file, checked, exact=exact, max_seconds=max_seconds, max_memory=limit, problem=expected)
+    if report.mismatch is not None:
+        typer.echo(f"{file}: not the certificate of {config}"
+                   + ("" if budget is None else f" at {budget}") + f": {report.mismatch}"
+                   + _sweep_hint(checked.data, budget), err=True)
+        raise typer.Exit(1)
     if report.problem is not None and report.levels:
         _print_constraints(_constraints(report.problem, report.levels))
     if not report.ok:
@@ -82,6 +98,33 @@ def certify(
         console.print(f"mechanism parameters: {'verified: ' if verified else ''}{text}", markup=False)
     console.print(f"not checked (free information): {', '.join(UNCHECKED)}", markup=False)
     console.print(f"{file}: all claims hold" + (" (exact arithmetic)" if exact else ""))
+
+
+def _at_budget(problem, text: str):
+    """``problem`` with the budget ``NAME[.FIELD]=x`` set (exit 2 naming ``--budget`` where it is
+    not one value of a constraint of the problem, or one the constraint refuses)."""
+    from diffpriv._sweep import at_budget, constraint_index
+    from diffpriv.cli._sweep import parse_budget
+
+    try:
+        name, field, values = parse_budget(text, False)
+        if len(values) != 1:
+            raise ValueError(f"expected one budget NAME=x, got {len(values)}")
+        return at_budget(problem, constraint_index(problem, name), field, values[0])
+    except (ValueError, SpecError) as e:
+        _fail(f"--budget: {e}")
+
+
+def _sweep_hint(data: dict, budget: str | None) -> str:
+    """Where the certificate is one budget of a sweep and no ``--budget`` was given, what to add."""
+    point = (data.get("meta") or {}).get("sweep") if isinstance(data.get("meta"), dict) else None
+    if budget is not None or not isinstance(point, dict):
+        return ""
+    name, field, value = point.get("constraint"), point.get("field"), point.get("budget")
+    if not isinstance(name, str) or field not in ("epsilon", "delta") or not isinstance(value, int | float):
+        return ""
+    suffix = "" if field == "epsilon" else ".delta"
+    return f" (a sweep's certificate at {field} = {value:g}: add --budget {name}{suffix}={value!r})"
 
 
 def export(

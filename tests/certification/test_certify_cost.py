@@ -254,9 +254,19 @@ def test_certify_with_its_config_holds_and_with_another_budget_names_the_field(t
     weaker = tmp_path / "weaker.toml"
     weaker.write_text(BASE_TOML.replace("epsilon = 0.5", "epsilon = 0.7"))
     result = runner.invoke(app, ["certify", str(cert), "--config", str(weaker)])
-    assert result.exit_code == 1
-    assert ("FAIL not the certificate of the given problem: problem.constraints[0].epsilon: the "
-            "certificate has 0.5, the config 0.7") in result.stderr
+    assert result.exit_code == 1 and "FAIL" not in result.stderr  # a mismatch, not failed claims
+    assert result.stderr.strip() == (f"{cert}: not the certificate of {weaker}: problem.constraints[0]"
+                                     ".epsilon: the certificate has 0.5, the config 0.7")
+    name = dp.load_config(config)[0].constraints[0].name
+    result = runner.invoke(app, ["certify", str(cert), "--config", str(weaker), "--budget", f"{name}=0.5"])
+    assert result.exit_code == 0 and "all claims hold" in result.stdout  # the budget set back
+    for bad, why in ((f"{name}=0.5,0.6", "expected one budget"), ("nope=0.5", "nope"),
+                     (f"{name}=-1", "epsilon")):
+        result = runner.invoke(app, ["certify", str(cert), "--config", str(weaker), "--budget", bad])
+        assert result.exit_code == 2 and result.stderr.startswith("error: --budget: ")
+        assert why in result.stderr
+    result = runner.invoke(app, ["certify", str(cert), "--budget", f"{name}=0.5"])
+    assert result.exit_code == 2 and "give --config too" in result.stderr
 
     other = tmp_path / "other.toml"
     other.write_text(BASE_TOML.replace("[0.2, 0.3, 0.5]", "[0.2, 0.4, 0.4]"))

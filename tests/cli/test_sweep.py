@@ -362,6 +362,13 @@ def test_cli_sweep_writes_the_frontier_and_resumes(runner, tmp_path):
     assert "4 certificates" in _text(result.stdout)
     result = runner.invoke(app, ["certify", str(out / rows[2]["certificate"])])
     assert result.exit_code == 0, result.output
+    point = out / rows[2]["certificate"]
+    result = runner.invoke(app, ["certify", str(point), "--config", str(config)])
+    assert result.exit_code == 1 and "not the certificate of" in result.stderr  # another budget
+    hint = f"add --budget pq={float(rows[2]['budget'])!r})"
+    assert result.stderr.strip().endswith(hint), result.stderr
+    result = runner.invoke(app, ["certify", str(point), "--config", str(config), "--budget", hint[13:-1]])
+    assert result.exit_code == 0 and "all claims hold" in result.stdout
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "4 read back" in _text(again.stdout)
     assert len(_rows(out)) == 4
