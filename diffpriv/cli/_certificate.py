@@ -22,7 +22,7 @@ from diffpriv.cli._common import (
     console,
 )
 from diffpriv.cli._summary import _constraints, _print_constraints
-from diffpriv.io._export import FORMATS, write_table
+from diffpriv.io._export import FORMATS, repair_floor, write_table
 from diffpriv.problems._checks import SpecError
 
 
@@ -158,10 +158,18 @@ def export(
     with _user_errors():
         try:
             bits = (cert.data.get("quantization") or {}).get("bits")
-            write_table(cert.problem, cert.table, format, target, bits=bits)
+            rep = cert.data["repair"]  # (checked by verify: t in [0, 1], ν a distribution)
+            sparse = format.endswith("-sparse")
+            floor = repair_floor(cert.table, float(rep["t"]), rep["nu"]) if sparse else None
+            write_table(cert.problem, cert.table, format, target, bits=bits, floor=floor)
         except MemoryError:
             _fail(f"{file}: cannot be exported: out of memory")
     console.print(f"wrote {target} ({format}, table of shape {cert.problem.shape})")
+    if floor is not None:
+        only = int(np.count_nonzero((cert.table > 0) & (floor >= cert.table * (1.0 - 1e-9))))  # (rounding)
+        console.print(f"column 'repair': the repair's mix in each entry (t = {float(rep['t']):.3g}); "
+                      f"{only} of {int(np.count_nonzero(cert.table))} entries are nothing else: keep "
+                      "them, dropping any can break the certificate", markup=False)
 
 
 def plot(

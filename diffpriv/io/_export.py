@@ -49,8 +49,17 @@ def _labels(problem: Problem) -> dict[str, list[str]]:
     }
 
 
+def repair_floor(table: np.ndarray, t: float, nu: np.ndarray | None) -> np.ndarray | None:
+    """The repair's share of each entry, ``min(t·ν[y], A[s, x, y])`` (the uniform-style mix the
+    certifier added so that every budget holds: dropping such an entry, or lowering it below this,
+    can break the certificate); ``None`` where there was no repair (``t = 0``)."""
+    if not t > 0 or nu is None:
+        return None
+    return np.minimum(t * np.asarray(nu, np.float64)[None, None, :], table)
+
+
 def write_table(problem: Problem, table: np.ndarray, fmt: Format, path: str | Path,
-                bits: int | None = None) -> Path:
+                bits: int | None = None, floor: np.ndarray | None = None) -> Path:
     """Writes the ``[n_profiles, n_in, n_out]`` table ``A[s, x, y]`` with its labels.
 
     * ``csv``: long format, one row per entry: ``profile,input,output,probability``
@@ -64,6 +73,10 @@ def write_table(problem: Problem, table: np.ndarray, fmt: Format, path: str | Pa
     * ``npz-sparse``: the non-zero entries as arrays ``profile``, ``input``, ``output`` (int64
       indices), ``probability``, and ``count`` with ``bits`` for a dyadic table, plus ``shape``
       and the labels and coordinates of ``npz``: a 100×100 grid's table in megabytes.
+
+    In the sparse formats, ``floor`` (:func:`repair_floor`: the repair's share of each entry,
+    where the certified table was repaired) adds the column (array) ``repair``: the part of the
+    entry's probability that is the repair's mix, which a deployment must keep, however small.
     """
     table = np.asarray(table, dtype=np.float64)
     if table.shape != problem.shape:
@@ -81,11 +94,13 @@ def write_table(problem: Problem, table: np.ndarray, fmt: Format, path: str | Pa
         with atomic_open(path) as f:
             w = csv.writer(f, lineterminator="\n")
             head = ["profile", "input", "output", "probability"]
-            w.writerow(head + (["count"] if counts is not None else []))
+            head += ["count"] if counts is not None else []
+            w.writerow(head + (["repair"] if floor is not None else []))
             for s_, x, y in zip(*np.nonzero(table), strict=True):
                 row = [problem.profiles[s_], problem.inputs.labels[x], problem.outputs.labels[y],
                        repr(float(table[s_, x, y]))]
-                w.writerow(row + ([int(counts[s_, x, y])] if counts is not None else []))
+                row += [int(counts[s_, x, y])] if counts is not None else []
+                w.writerow(row + ([repr(float(floor[s_, x, y]))] if floor is not None else []))
         return path
     if fmt == "npz-sparse":
         where = np.nonzero(table)
@@ -95,6 +110,8 @@ def write_table(problem: Problem, table: np.ndarray, fmt: Format, path: str | Pa
                 arrays[name] = dom.coords
         if counts is not None:
             arrays.update(count=counts[where], bits=np.int64(bits))
+        if floor is not None:
+            arrays.update(repair=floor[where])
         with atomic_open(path, "wb") as f:
             np.savez_compressed(f, shape=np.asarray(table.shape, np.int64), profile=where[0],
                                 input=where[1], output=where[2], probability=table[where], **arrays)

@@ -227,10 +227,11 @@ def test_sparse_exports_hold_the_non_zero_entries_and_their_integer_counts(tmp_p
     nonzero = int((cert.table > 0).sum())
     assert nonzero < cert.table.size  # the LP optimum has zeros
     rows = (tmp_path / "table-sparse.csv").read_text().splitlines()
-    assert rows[0] == "profile,input,output,probability,count" and len(rows) == 1 + nonzero
+    repaired = ",repair" if cert.repair_t > 0 else ""  # (the repair's share: the test below)
+    assert rows[0] == "profile,input,output,probability,count" + repaired and len(rows) == 1 + nonzero
     counts = {}
     for line in rows[1:]:
-        s, x, _, p, c = line.split(",")
+        s, x, _, p, c = line.split(",")[:5]
         assert float(p) * 2.0**53 == int(c)
         counts[(s, x)] = counts.get((s, x), 0) + int(c)
     assert set(counts.values()) == {2**53}
@@ -239,3 +240,28 @@ def test_sparse_exports_hold_the_non_zero_entries_and_their_integer_counts(tmp_p
         rebuilt[z["profile"], z["input"], z["output"]] = z["probability"]
         assert np.array_equal(rebuilt, cert.table) and int(z["bits"]) == 53
         assert np.array_equal(z["count"], (cert.table[cert.table > 0] * 2.0**53).astype(np.int64))
+
+
+def test_sparse_exports_name_the_repair_mass_a_deployment_must_keep(tmp_path):
+    """A table with zeros under local DP needs the repair's mix everywhere: the sparse exports
+    carry each entry's share of it, and the entries that are nothing but it are counted."""
+    problem = ldp_problem(4, 1.0, names="abcd")
+    table = np.array([[0.7, 0.3, 0.0, 0.0], [0.3, 0.7, 0.0, 0.0], [0.0, 0.0, 0.7, 0.3], [0.0, 0.0, 0.3, 0.7]])
+    cert = dp.certify(problem, table[None], quantize=53, repair=True)
+    assert cert.ok and cert.repair_t > 0
+    floor = np.minimum(cert.repair_t * cert.repair_nu[None, None, :], cert.table)
+    path = cert.save(tmp_path / "c.json")
+    result = CliRunner().invoke(app, ["export", str(path), "--format", "csv-sparse"])
+    assert result.exit_code == 0, result.output
+    assert "8 of 16 entries are nothing else" in " ".join(result.stdout.split())
+    rows = (tmp_path / "table-sparse.csv").read_text().splitlines()
+    assert rows[0] == "profile,input,output,probability,count,repair" and len(rows) == 17
+    labels = "abcd"
+    for line in rows[1:]:
+        s, x, y, p, _, r = line.split(",")
+        assert float(r) == floor[0, labels.index(x), labels.index(y)] <= float(p)
+    assert CliRunner().invoke(app, ["export", str(path), "--format", "npz-sparse"]).exit_code == 0
+    with np.load(tmp_path / "table-sparse.npz") as z:
+        assert np.array_equal(z["repair"], floor[z["profile"], z["input"], z["output"]])
+    assert CliRunner().invoke(app, ["export", str(path), "--format", "csv"]).exit_code == 0
+    assert (tmp_path / "table.csv").read_text().splitlines()[0] == "profile,input,output,probability"
