@@ -187,6 +187,11 @@ def plot(
         str | None, typer.Option(help="The figure's title [default: the mechanism, or diffpriv's "
                                       "solver, and a sweep's budget, as recorded].")
     ] = None,
+    parts: Annotated[
+        str | None, typer.Option(help="Comma-separated parts to draw, alone (a figure of one for a slide "
+                                      "or a paper): items, observed, reports, loss on a plane; table, "
+                                      "items, observed, loss otherwise [default: all].")
+    ] = None,
 ) -> None:
     """Draw the certified mechanism of FILE as PNG, PDF or SVG (by the suffix of --out).
 
@@ -214,7 +219,16 @@ def plot(
             _fail(f"--cells: at most 4 inputs, got {len(labels)}")
         shown = [index[c] for c in labels]
     from diffpriv.certification._safety import table_problems
+    from diffpriv.io._plot import parts_of  # imports matplotlib
 
+    chosen = None
+    if parts is not None:
+        known = parts_of(cert.problem)
+        chosen = tuple(p.strip() for p in parts.split(",") if p.strip())
+        wrong = [p for p in chosen if p not in known]
+        if wrong or not chosen:
+            what = f"{wrong[0]!r} is not a part of this figure" if wrong else "no part given"
+            _fail(f"--parts: {what} (its parts: {', '.join(known)})")
     with np.errstate(over="ignore", invalid="ignore"):  # a row sum of inf is reported as such
         bad = table_problems(cert.problem, cert.table)
     if bad:  # not a table of probabilities: nothing to draw (the claims are not checked)
@@ -224,7 +238,8 @@ def plot(
     with _user_errors(), warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning is an error line, never stderr noise
         try:
-            plot_certificate(cert.problem, cert.table, cert.data, target, title=title or "", cells=shown)
+            plot_certificate(cert.problem, cert.table, cert.data, target, title=title or "", cells=shown,
+                             parts=chosen)
         except (ArithmeticError, ValueError, Warning) as e:  # absurd numbers
             _fail(f"{file}: cannot be drawn ({type(e).__name__}: {e}); does certify accept it?")
         except MemoryError:

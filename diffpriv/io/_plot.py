@@ -12,7 +12,10 @@ Two layouts, chosen by the domains:
 * **table** (otherwise, e.g. categories): (a) the table ``A[s]`` as a heatmap per profile (rows:
   true value, columns: report), then as bars (b) ``λ_i``, (c) ``P_i`` and (d) ``ℓ[s, x]``.
 
-At most ``MAX_PANELS`` items, inputs or profiles are drawn per row; the title says how many more.
+Each row (each chart of the table layout) is a part named in :data:`PARTS` — ``items``,
+``observed``, ``reports`` (plane only), ``table`` (table only) and ``loss`` — and ``parts`` draws
+only those, in that order (one alone: a figure for a slide or a paper). At most ``MAX_PANELS``
+items, inputs or profiles are drawn per row; the title says how many more.
 Only :class:`matplotlib.figure.Figure` is used (no pyplot): no global state, no GUI backend; the
 PNG is rendered by Agg.
 """
@@ -29,10 +32,27 @@ from matplotlib.figure import Figure
 from diffpriv._files import atomic_open
 from diffpriv.problems._problem import Problem
 
-__all__ = ["FORMATS", "describe", "plot_certificate"]
+__all__ = ["FORMATS", "PARTS", "describe", "parts_of", "plot_certificate"]
 
 MAX_PANELS = 4  # panels per row: items, inputs, profiles beyond this are left out (and said so)
 PROB_CMAP, LOSS_CMAP = "YlGnBu", "OrRd"
+PARTS = {"plane": ("items", "observed", "reports", "loss"), "table": ("table", "items", "observed", "loss")}
+"""The parts of each layout, in the order drawn: the item distributions (each profile's prior
+where there are no items), what an observer of the reports sees, where a few true inputs are
+reported (plane), the table itself (table), the expected loss of each input."""
+
+
+def parts_of(problem: Problem) -> tuple[str, ...]:
+    """The parts :func:`plot_certificate` draws for ``problem`` (:data:`PARTS` of its layout; on
+    the plane without items, ``observed`` is left out)."""
+    if not _planar(problem):
+        return PARTS["table"]
+    return PARTS["plane"] if problem.items else tuple(p for p in PARTS["plane"] if p != "observed")
+
+
+def _planar(problem: Problem) -> bool:
+    xin, xout = problem.inputs.coords, problem.outputs.coords
+    return xin is not None and xout is not None and xin.shape[1] == 2 == xout.shape[1]
 
 
 def _edges(centres: np.ndarray, step: float) -> np.ndarray:
@@ -130,54 +150,57 @@ def _observed(problem: Problem, table: np.ndarray) -> list[np.ndarray]:
 
 
 def _plane_figure(problem: Problem, table: np.ndarray, loss_per_input: np.ndarray,
-                  cells: list[int] | None = None) -> Figure:
+                  cells: list[int] | None, parts: tuple[str, ...]) -> Figure:
     xin, xout = problem.inputs.coords, problem.outputs.coords
-    n_rows = 4 if problem.items else 3
-    fig = Figure(figsize=(3.3 * MAX_PANELS + 1.4, 3.4 * n_rows + 0.6), layout="constrained")
-    subs = list(fig.subfigures(n_rows, 1))
+    fig = Figure(figsize=(3.3 * MAX_PANELS + 1.4, 3.4 * len(parts) + 1.2), layout="constrained")
+    subs = list(np.atleast_1d(fig.subfigures(len(parts), 1)))  # (the figure's own title: the headline)
+    letters = iter("abcd")
 
-    if problem.items:
+    if "items" in parts and problem.items:
         names = [_name(problem, it.name, it.profile) for it in problem.items]
-        _plane_row(subs.pop(0), "(a) protected item distributions λ_i[x] over the true inputs",
-                   problem.inputs, [(n, it.dist) for n, it in zip(names, problem.items, strict=True)],
+        title = f"({next(letters)}) protected item distributions λ_i[x] over the true inputs"
+        panels = [(n, it.dist) for n, it in zip(names, problem.items, strict=True)]
+        _plane_row(subs.pop(0), title, problem.inputs, panels, PROB_CMAP, "probability")
+    elif "items" in parts:
+        prior = problem.prior / np.maximum(problem.prior.sum(axis=1, keepdims=True), 1e-300)
+        title = f"({next(letters)}) prior of each profile (no items to protect)"
+        _plane_row(subs.pop(0), title, problem.inputs, list(zip(problem.profiles, prior, strict=True)),
                    PROB_CMAP, "probability")
-        _plane_row(subs.pop(0), "(b) what an observer of the reports sees: "
+    if "observed" in parts:
+        names = [_name(problem, it.name, it.profile) for it in problem.items]
+        _plane_row(subs.pop(0), f"({next(letters)}) what an observer of the reports sees: "
                    "P_i[y] = Σ_x λ_i[x] A[s_i, x, y] over the outputs", problem.outputs,
                    list(zip(names, _observed(problem, table), strict=True)), PROB_CMAP, "probability")
-    else:
-        prior = problem.prior / np.maximum(problem.prior.sum(axis=1, keepdims=True), 1e-300)
-        _plane_row(subs.pop(0), "(a) prior of each profile (no items to protect)", problem.inputs,
-                   list(zip(problem.profiles, prior, strict=True)), PROB_CMAP, "probability")
 
-    if cells is None:
-        shown = _shown_inputs(problem, loss_per_input, MAX_PANELS)
-    else:  # the user's cells, each with its most likely profile (the same for every certificate)
-        owner = np.argmax(problem.prior, axis=0)
-        shown = [(int(owner[x]), x) for x in cells[:MAX_PANELS]]
-    panels = []
-    for s, x in shown:
-        same = x < problem.outputs.size and problem.outputs.labels[x] == problem.inputs.labels[x]
-        kept = f", kept {table[s, x, x]:.2f}" if same else ""
-        panels.append((f"x = {_name(problem, problem.inputs.labels[x], s)}{kept}", table[s, x]))
-    letter = "c" if problem.items else "b"
-    title = (f"({letter}) where a true input x (★) is reported (arrow: to the mean report): "
-             "probability A[s, x, y] of each output y (own colour scale per panel)")
-    axes = _plane_row(subs.pop(0), title, problem.outputs, panels, PROB_CMAP, "probability of the report",
-                      shared=False)
-    for ax, (s, x) in zip(axes, shown, strict=True):
-        mean = table[s, x] @ xout  # the average report: an arrow from x to it
-        if np.linalg.norm(mean - xin[x]) > 1e-6 * (np.ptp(xout, axis=0).max() or 1.0):
-            ax.annotate("", xy=mean, xytext=xin[x],
-                        arrowprops={"arrowstyle": "->", "color": "crimson", "lw": 1.2})
-        ax.plot(*xin[x], marker="*", ms=13, mfc="crimson", mec="white", mew=0.8, ls="none")
+    if "reports" in parts:
+        if cells is None:
+            shown = _shown_inputs(problem, loss_per_input, MAX_PANELS)
+        else:  # the user's cells, each with its most likely profile (the same for every certificate)
+            owner = np.argmax(problem.prior, axis=0)
+            shown = [(int(owner[x]), x) for x in cells[:MAX_PANELS]]
+        panels = []
+        for s, x in shown:
+            same = x < problem.outputs.size and problem.outputs.labels[x] == problem.inputs.labels[x]
+            kept = f", kept {table[s, x, x]:.2f}" if same else ""
+            panels.append((f"x = {_name(problem, problem.inputs.labels[x], s)}{kept}", table[s, x]))
+        title = (f"({next(letters)}) where a true input x (★) is reported (arrow: to the mean report): "
+                 "probability A[s, x, y] of each output y (own colour scale per panel)")
+        axes = _plane_row(subs.pop(0), title, problem.outputs, panels, PROB_CMAP, "probability of the report",
+                          shared=False)
+        for ax, (s, x) in zip(axes, shown, strict=True):
+            mean = table[s, x] @ xout  # the average report: an arrow from x to it
+            if np.linalg.norm(mean - xin[x]) > 1e-6 * (np.ptp(xout, axis=0).max() or 1.0):
+                ax.annotate("", xy=mean, xytext=xin[x],
+                            arrowprops={"arrowstyle": "->", "color": "crimson", "lw": 1.2})
+            ax.plot(*xin[x], marker="*", ms=13, mfc="crimson", mec="white", mew=0.8, ls="none")
 
-    letter = "d" if problem.items else "c"
-    panels = []
-    for s, name in enumerate(problem.profiles):
-        mean = float(problem.prior[s] @ loss_per_input[s] / max(problem.prior[s].sum(), 1e-300))
-        panels.append((f"profile {name}: mean {mean:.3g}", loss_per_input[s]))
-    _plane_row(subs.pop(0), f"({letter}) expected loss of each true input, "
-               "ℓ[s, x] = Σ_y A[s, x, y] L[x, y]", problem.inputs, panels, LOSS_CMAP, "expected loss")
+    if "loss" in parts:
+        panels = []
+        for s, name in enumerate(problem.profiles):
+            mean = float(problem.prior[s] @ loss_per_input[s] / max(problem.prior[s].sum(), 1e-300))
+            panels.append((f"profile {name}: mean {mean:.3g}", loss_per_input[s]))
+        _plane_row(subs.pop(0), f"({next(letters)}) expected loss of each true input, "
+                   "ℓ[s, x] = Σ_y A[s, x, y] L[x, y]", problem.inputs, panels, LOSS_CMAP, "expected loss")
     return fig
 
 
@@ -205,48 +228,66 @@ def _bars(ax, labels: tuple[str, ...], series: list, title: str, ylabel: str, xl
 
 
 def _table_figure(problem: Problem, table: np.ndarray, loss_per_input: np.ndarray,
-                  cells: list[int] | None = None) -> Figure:
+                  cells: list[int] | None, parts: tuple[str, ...]) -> Figure:
     nx, ny = problem.inputs.size, problem.outputs.size
     n = min(len(problem.profiles), MAX_PANELS)
     cell = min(0.6, 6.0 / max(nx, ny))  # inches per table cell
     panel = ny * cell + 2.0  # inches per heatmap, labels included
     width = max(n * panel + 1.2, 13.0)
-    fig = Figure(figsize=(width, nx * cell + 5.6), layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[nx * cell + 1.6, 3.6])
+    bars = [p for p in parts if p != "table"]
+    heights = ([nx * cell + 1.6] if "table" in parts else []) + ([3.6] if bars else [])
+    if "table" not in parts:
+        width = max(4.6 * len(bars), 6.0)
+    fig = Figure(figsize=(width, sum(heights) + 0.4), layout="constrained")
+    subs = list(np.atleast_1d(fig.subfigures(len(heights), 1, height_ratios=heights)))
+    letters = iter("abcd")
 
-    more = f" ({len(problem.profiles) - n} more profiles not shown)" if n < len(problem.profiles) else ""
-    top.suptitle(f"(a) the mechanism A[s, x, y]: probability of reporting y for the true value x{more}",
-                 fontsize=11, x=0.01, ha="left")
-    filler = (width - 1.2) / panel - n  # an invisible last column keeps the heatmaps left
-    ratios = [1.0] * n + ([filler] if filler > 0.05 else [])
-    axes = top.subplots(1, len(ratios), squeeze=False, width_ratios=ratios)[0]
-    for ax in axes[n:]:
-        ax.set_visible(False)
-    axes = axes[:n]
-    for s, ax in enumerate(axes):
-        im = ax.imshow(table[s], cmap=PROB_CMAP, vmin=0, vmax=1)
-        ax.set_title(f"profile {problem.profiles[s]}", fontsize=10)
-        _ticks(ax, "x", problem.outputs.labels)
-        _ticks(ax, "y", problem.inputs.labels)
-        ax.set_xlabel("reported y")
-        ax.set_ylabel("true x")
-        if nx * ny <= 150:
-            for (x, y), p in np.ndenumerate(table[s]):
-                ax.text(y, x, f"{p:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if p > 0.6 else "black")
-    top.colorbar(im, ax=axes, label="probability", shrink=0.9)
+    if "table" in parts:
+        top = subs.pop(0)
+        more = f" ({len(problem.profiles) - n} more profiles not shown)" if n < len(problem.profiles) else ""
+        top.suptitle(f"({next(letters)}) the mechanism A[s, x, y]: probability of reporting y for the true "
+                     f"value x{more}", fontsize=11, x=0.01, ha="left")
+        filler = (width - 1.2) / panel - n  # an invisible last column keeps the heatmaps left
+        ratios = [1.0] * n + ([filler] if filler > 0.05 else [])
+        axes = top.subplots(1, len(ratios), squeeze=False, width_ratios=ratios)[0]
+        for ax in axes[n:]:
+            ax.set_visible(False)
+        axes = axes[:n]
+        for s, ax in enumerate(axes):
+            im = ax.imshow(table[s], cmap=PROB_CMAP, vmin=0, vmax=1)
+            ax.set_title(f"profile {problem.profiles[s]}", fontsize=10)
+            _ticks(ax, "x", problem.outputs.labels)
+            _ticks(ax, "y", problem.inputs.labels)
+            ax.set_xlabel("reported y")
+            ax.set_ylabel("true x")
+            if nx * ny <= 150:
+                for (x, y), p in np.ndenumerate(table[s]):
+                    ax.text(y, x, f"{p:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if p > 0.6 else "black")
+        top.colorbar(im, ax=axes, label="probability", shrink=0.9)
+    if not bars:
+        return fig
 
     items = problem.items[:8]
     names = [_name(problem, it.name, it.profile) for it in items]
     more = f" (first {len(items)})" if len(items) < len(problem.items) else ""
-    left, middle, right = bottom.subplots(1, 3)
-    _bars(left, problem.inputs.labels, [(n, it.dist) for n, it in zip(names, items, strict=True)],
-          f"(b) protected item distributions λ_i[x]{more}", "probability", "true x")
-    _bars(middle, problem.outputs.labels, list(zip(names, _observed(problem, table), strict=False)),
-          "(c) what an observer sees: P_i[y] = Σ_x λ_i[x] A[s_i, x, y]", "probability", "reported y")
-    _bars(right, problem.inputs.labels,
-          [(f"profile {problem.profiles[s]}", loss_per_input[s]) for s in range(n)],
-          "(d) expected loss of each true input, ℓ[s, x]", "expected loss", "true x")
+    charts = {
+        "items": lambda ax, k: _bars(ax, problem.inputs.labels,
+                                     [(n, it.dist) for n, it in zip(names, items, strict=True)],
+                                     f"({k}) protected item distributions λ_i[x]{more}", "probability",
+                                     "true x"),
+        "observed": lambda ax, k: _bars(ax, problem.outputs.labels,
+                                        list(zip(names, _observed(problem, table), strict=False)),
+                                        f"({k}) what an observer sees: P_i[y] = Σ_x λ_i[x] A[s_i, x, y]",
+                                        "probability", "reported y"),
+        "loss": lambda ax, k: _bars(ax, problem.inputs.labels,
+                                    [(f"profile {problem.profiles[s]}", loss_per_input[s]) for s in range(n)],
+                                    f"({k}) expected loss of each true input, ℓ[s, x]", "expected loss",
+                                    "true x"),
+    }
+    axes = subs.pop(0).subplots(1, len(bars), squeeze=False)[0]
+    for ax, part in zip(axes, bars, strict=True):
+        charts[part](ax, next(letters))
     return fig
 
 
@@ -297,7 +338,8 @@ def describe(cert: dict[str, Any]) -> str:
 
 
 def plot_certificate(problem: Problem, table: np.ndarray, cert: dict[str, Any],
-                     path: str | Path, title: str = "", cells: list[int] | None = None) -> Path:
+                     path: str | Path, title: str = "", cells: list[int] | None = None,
+                     parts: tuple[str, ...] | None = None) -> Path:
     """Draws the certified ``table`` of ``problem`` and writes it atomically, as PNG, PDF or SVG
     by the suffix of ``path`` (:data:`FORMATS`).
 
@@ -310,12 +352,24 @@ def plot_certificate(problem: Problem, table: np.ndarray, cert: dict[str, Any],
       cells: the true inputs (indices) whose report distributions the plane layout draws
         (default: chosen from the table, so two certificates may differ), at most
         ``MAX_PANELS``; the table layout draws every input anyway.
+      parts: the parts to draw, of :func:`parts_of` (default: all of them), in their order.
+
+    Raises:
+      ValueError: ``path``'s suffix is not a format, or ``parts`` names one the layout lacks.
     """
+    known = parts_of(problem)
+    if parts is not None:
+        unknown = [p for p in parts if p not in known]
+        if unknown:
+            raise ValueError(f"parts: {unknown[0]!r} is not a part of this figure (its parts: "
+                             f"{', '.join(known)})")
+        if not parts:
+            raise ValueError(f"parts: none given (this figure's parts: {', '.join(known)})")
+    chosen = known if parts is None else tuple(p for p in known if p in parts)
     table = np.asarray(table, dtype=np.float64)
     loss_per_input = np.einsum("sxy,xy->sx", table, problem.loss)
-    xin, xout = problem.inputs.coords, problem.outputs.coords
-    planar = xin is not None and xout is not None and xin.shape[1] == 2 == xout.shape[1]
-    fig = (_plane_figure if planar else _table_figure)(problem, table, loss_per_input, cells)
+    figure = _plane_figure if _planar(problem) else _table_figure
+    fig = figure(problem, table, loss_per_input, cells, chosen)
     fig.suptitle(f"{title or describe(cert)}\n{_headline(problem, cert)}".strip(), fontsize=12)
     path = Path(path)
     kind = FORMATS.get(path.suffix.lower())

@@ -653,3 +653,36 @@ def test_ctrl_c_during_optimize_writes_the_best_table_then_exits_130(runner, tmp
     assert result.exit_code == 130, result.output
     assert "stopped by Ctrl-C" in result.output
     assert runner.invoke(app, ["certify", str(out / "certificate.json")]).exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["quickstart", "categorical"])
+def test_plot_draws_its_parts_one_by_one(runner, tmp_path, name):
+    """``--parts`` draws only the rows (charts) named, in the figure's order; a part the layout
+    lacks, or none, is one error line naming the layout's parts."""
+    import diffpriv as dp
+    from diffpriv.io._plot import _plane_figure, _table_figure, parts_of
+
+    out = tmp_path / name
+    result = runner.invoke(app, ["reference", str(ROOT / "configs" / f"{name}.toml"), "--out", str(out)])
+    assert result.exit_code == 0
+    cert = dp.Certificate.load(out / "certificate.json")
+    problem = cert_problem(cert)
+    known = parts_of(problem)
+    assert known == (("items", "observed", "reports", "loss") if name == "quickstart" else
+                     ("table", "items", "observed", "loss"))
+    draw = _plane_figure if name == "quickstart" else _table_figure
+    loss = np.einsum("sxy,xy->sx", cert.table, problem.loss)
+    whole = draw(problem, cert.table, loss, None, known)
+    alone = draw(problem, cert.table, loss, None, ("loss",))
+    assert len(alone.axes) < len(whole.axes) and alone.get_size_inches()[1] < whole.get_size_inches()[1]
+    titled = [f._suptitle.get_text() for f in alone.subfigs if f._suptitle is not None]
+    titled += [ax.get_title() for ax in alone.axes]  # (the figure's own title is the headline)
+    assert any("(a) expected loss" in t for t in titled) and not any("observer" in t for t in titled)
+    target = tmp_path / "loss.png"
+    args = ["plot", str(out / "certificate.json"), "--out", str(target), "--parts"]
+    result = runner.invoke(app, [*args, "loss"])
+    assert result.exit_code == 0 and target.read_bytes().startswith(b"\x89PNG")
+    for bad in ("reports,nope", ","):
+        result = runner.invoke(app, [*args, bad])
+        assert result.exit_code == 2 and result.stderr.startswith("error: --parts: ")
+        assert f"(its parts: {', '.join(known)})" in result.stderr
