@@ -14,7 +14,7 @@ from diffpriv.certification import Certificate, certify
 from diffpriv.problems._problem import Problem
 from diffpriv.solvers._methods import declares
 from diffpriv.solvers._optimizer import Optimizer, OptimizeResult
-from diffpriv.solvers._progress import progress_bar
+from diffpriv.solvers._progress import phase, progress_bar
 
 __all__ = ["Design", "InfeasibleError", "design"]
 
@@ -105,6 +105,7 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
         if result.presolve is not None:
             info["presolve"] = result.presolve
         start = time.perf_counter()
+        phase(report, "certifying")
         cert = certify(problem, result.table, repair=True, seed=seed,
                        meta={**(meta or {}), "optimizer": info},
                        quantize=quantize)
@@ -133,6 +134,7 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
                 break
             opt = dataclasses.replace(opt, steps=budget - result.steps, viol_factor=opt.viol_factor / 10,
                                       time_limit=left)
+            phase(report, "optimizing")
             more = opt(problem, seed=seed, init=result, progress=report)
             count(more)
             result = dataclasses.replace(more, steps=result.steps + more.steps,

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["Estimate", "progress_bar", "progress_lines"]
+__all__ = ["Estimate", "phase", "progress_bar", "progress_lines"]
 
 WINDOW = 0.5
 """The rate of the gap's fall is measured over this share of the time elapsed (the latest part)."""
@@ -75,8 +75,9 @@ def progress_bar(show: bool | Callable[[int, int, float], None] = True, target: 
                  ) -> Iterator[Callable[[int, int, float], None] | None]:
     """Yields the ``progress(done, total, gap)`` callback of :class:`diffpriv.solvers.Optimizer`:
     ``show`` itself when it is one; else a bar's, or ``None`` when ``show`` is false or stderr is not
-    a terminal (so piped output stays clean). The bar shows the steps taken, the gap against
-    ``target`` and, where ``target > 0``, the time left (:class:`Estimate`)."""
+    a terminal (so piped output stays clean). The bar shows the phase (``optimizing``, then
+    ``certifying``: :func:`phase`), the steps taken, the gap against ``target`` and, where
+    ``target > 0``, the time left (:class:`Estimate`)."""
     if callable(show):
         yield show
         return
@@ -89,12 +90,13 @@ def progress_bar(show: bool | Callable[[int, int, float], None] = True, target: 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     goal = f" of {target:.0e}" if target > 0 else ""
-    columns = (TextColumn("optimizing"), BarColumn(), TextColumn("{task.fields[done]} steps"),
+    columns = (TextColumn("{task.fields[phase]}"), BarColumn(), TextColumn("{task.fields[done]} steps"),
                TextColumn("gap {task.fields[gap]}" + goal), TimeElapsedColumn(),
                TextColumn("{task.fields[left]}"))
     estimate = Estimate(target)
     with Progress(*columns, console=err, transient=True) as bar:
-        task = bar.add_task("optimize", total=1.0 if target > 0 else None, gap="–", done=0, left="")
+        task = bar.add_task("optimize", total=1.0 if target > 0 else None, gap="–", done=0, left="",
+                            phase="optimizing")
 
         def report(done: int, total: int, gap: float) -> None:
             seconds = estimate(gap)
@@ -104,6 +106,7 @@ def progress_bar(show: bool | Callable[[int, int, float], None] = True, target: 
             else:
                 bar.update(task, completed=done, total=total, gap=f"{gap:.1e}", done=f"{done}/{total}")
 
+        report.phase = lambda text: bar.update(task, phase=text, left="")  # type: ignore[attr-defined]
         yield report
 
 
@@ -126,4 +129,17 @@ def progress_lines(target: float = 0.0, stream=None, every: float = EVERY,
         line = f"optimizing: {done} steps, gap {gap:.1e}{goal}, {now - start:.0f} s"
         print(line + (f", {rest}" if rest else ""), file=stream or sys.stderr, flush=True)
 
+    def change(text: str) -> None:
+        print(f"{text}: {clock() - start:.0f} s", file=stream or sys.stderr, flush=True)
+
+    report.phase = change  # type: ignore[attr-defined]
     return report
+
+
+def phase(report, text: str) -> None:
+    """Tells ``report`` (a callback of :func:`progress_bar` or :func:`progress_lines`) that the
+    run is now ``text`` (``"certifying"``: the bar stops reading ``optimizing`` while the table is
+    checked and repaired); a caller's own callback is left alone."""
+    change = getattr(report, "phase", None)
+    if callable(change):
+        change(text)

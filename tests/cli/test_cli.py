@@ -447,7 +447,9 @@ def test_optimize_end_to_end(runner, tmp_path, monkeypatch):
     assert result.stderr == ""
     lines = runner.invoke(app, [*args[:3], str(tmp_path / "lines"), *args[4:], "--progress"])
     assert lines.exit_code == 0 and lines.stderr.startswith("optimizing: "), lines.stderr[:200]
-    assert all(line.startswith("optimizing: ") and " of 1e-04" in line for line in lines.stderr.splitlines())
+    *steps, last = lines.stderr.splitlines()
+    assert all(line.startswith("optimizing: ") and " of 1e-04" in line for line in steps)
+    assert last.startswith("certifying: ") and last.endswith(" s")  # the phase that ends the run
     assert result.stdout.startswith("diffpriv optimize"), result.stdout[:80]  # no blank line
     for words in ("optimized table", "certified table", "lower bound", "repair weight", "distp0"):
         assert words in result.stdout

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from diffpriv.solvers._progress import Estimate, left, progress_bar
+from diffpriv.solvers._progress import Estimate, left, phase, progress_bar
 
 
 class _Clock:
@@ -54,6 +54,13 @@ def test_bar_shows_the_gap_against_its_target(capsys, monkeypatch):
         report(12, 200, 3.5e-2)
     out, err = capsys.readouterr()
     assert out == "" and "12 steps" in err and "gap 3.5e-02 of 1e-02" in err and "/200" not in err
+    assert "optimizing" in err and "certifying" not in err
+    with progress_bar(True, 1e-2) as report:
+        report(12, 200, 3.5e-2)
+        phase(report, "certifying")  # the table checked and repaired: the bar says so
+    out, err = capsys.readouterr()
+    assert out == "" and "certifying" in err
+    phase(lambda done, total, gap: None, "certifying")  # a caller's own callback: left alone
 
 
 def test_progress_lines_write_one_line_every_few_seconds_with_the_gap_and_the_time_left():
@@ -66,8 +73,10 @@ def test_progress_lines_write_one_line_every_few_seconds_with_the_gap_and_the_ti
     for t in range(13):  # the gap halves each second
         clock.now = float(t)
         report(10 * t, 200, 0.5 ** t)
+    phase(report, "certifying")  # a line of its own, at once
     lines = stream.getvalue().splitlines()
-    assert len(lines) == 3  # at 0, 5 and 10 s
+    assert len(lines) == 4  # at 0, 5 and 10 s, and the phase
     assert lines == ["optimizing: 0 steps, gap 1.0e+00 of 1e-02, 0 s",
                      "optimizing: 50 steps, gap 3.1e-02 of 1e-02, 5 s, about 2 s left",
-                     "optimizing: 100 steps, gap 9.8e-04 of 1e-02, 10 s"]  # within the target: no time left
+                     "optimizing: 100 steps, gap 9.8e-04 of 1e-02, 10 s",  # within the target: no time left
+                     "certifying: 12 s"]
