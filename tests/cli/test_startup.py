@@ -111,3 +111,29 @@ def test_a_jax_run_loads_jax_on_demand_in_float64_and_leaves_x64_as_it_was():
     assert not out["before"] and not out["x64"] and out["dtype"] == "float64"
     assert out["status"] == "converged"
     assert out["bound"] <= out["lp"] + 1e-9 <= out["objective"] + 2e-9 <= out["lp"] * (1 + 1e-3) + 3e-9
+
+
+def test_no_third_party_banner_reaches_standard_output(tmp_path):
+    """HiGHS writes its banner ("Running HiGHS … Copyright …") from C to the process's standard
+    output unless its output is off before the first call: neither a command nor a library call
+    that runs HiGHS lets it through (a fresh process, its file descriptor 1 read whole)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    config = str(ROOT / "configs" / "quickstart.toml")
+    for args in (["reference", config, "--out", str(tmp_path / "ref")],
+                 ["optimize", config, "--out", str(tmp_path / "opt"), "--method", "exact"]):
+        proc = subprocess.run([sys.executable, "-m", "diffpriv.cli", *args], capture_output=True, text=True,
+                              env=env, cwd=tmp_path, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.startswith("diffpriv "), proc.stdout[:200]
+        printed = proc.stdout + proc.stderr
+        assert "Running HiGHS" not in printed and "Copyright" not in printed
+    code = textwrap.dedent(f"""
+        import diffpriv as dp
+        problem, _ = dp.load_config({config!r})
+        d = dp.design(problem, method="exact")
+        print("loss", d.certificate.loss)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("loss ") and len(proc.stdout.splitlines()) == 1, proc.stdout[:300]
