@@ -164,14 +164,14 @@ def _announce(problem, method: str, gap_tol: float) -> None:
         return
     if not names or names[0] != "interior":
         return
-    seconds = _interior.expected_seconds(problem)
+    seconds, steps = _interior.expected_seconds(problem), _interior.iterations(problem)
     if seconds < LONG_RUN:
         return
     ns, nx, _ = problem.shape
     when = f"{seconds / 60:.0f} minutes" if seconds < 5400 else f"{seconds / 3600:.1f} hours"
     console.print(f"expect a long run: about {when} for the interior point on this CPU "
                   f"({_interior.outputs(problem).size} outputs x {ns * nx} inputs, about "
-                  f"{_interior.ITERATIONS} iterations of {seconds / _interior.ITERATIONS:.0f} s); halving "
+                  f"{steps} iterations of {seconds / steps:.0f} s); halving "
                   "the grid's side makes each iteration about 50x cheaper, and --time-limit stops it "
                   "with the best certified table so far", soft_wrap=True)
 
