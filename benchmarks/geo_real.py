@@ -256,12 +256,15 @@ def _alone(rows: list[dict]) -> str:
              "iterations | certified gap | peak MB |", "|---|---|---|---|---:|---:|---|---:|---:|---:|"]
     for r in rows:
         d = r["diffpriv"]
-        gap = f"{100 * d['gap']:.2f} %" if "gap" in d else d.get("error", "")[:40]
+        gap = f"{100 * d['gap']:.2f} %" if "gap" in d else d.get("error", "")[:40] or "–"
         name = r["dataset"] + ("" if r["prior"] == "data" else " (uniform prior)")
+        late = d.get("optimize_rc") is None  # killed at the run's --timeout: no table
+        seconds = f"> {d['seconds']:.0f} (time limit)" if late else f"{d['seconds']:.1f}"
+        peak = "–" if late else f"{d['peak_mb'] or 0:.0f}"
         lines.append(f"| {name} | {r['n']}×{r['n']} | {r['neighbours']} | "
                      f"{r['eps_km']:.3g} ({r['eps_side']:.2f}) | "
-                     f"{r['cells_with_data']} | {d['seconds']:.1f} | {d.get('method', '–')} | "
-                     f"{d.get('steps', '–')} | {gap} | {d['peak_mb'] or 0:.0f} |")
+                     f"{r['cells_with_data']} | {seconds} | {d.get('method') or '–'} | "
+                     f"{d.get('steps', '–')} | {gap} | {peak} |")
     return "\n".join(lines)
 
 
