@@ -219,16 +219,14 @@ def plot(
             _fail(f"--cells: at most 4 inputs, got {len(labels)}")
         shown = [index[c] for c in labels]
     from diffpriv.certification._safety import table_problems
-    from diffpriv.io._plot import parts_of  # imports matplotlib
+    from diffpriv.io._plot import chosen_parts  # imports matplotlib
 
     chosen = None
     if parts is not None:
-        known = parts_of(cert.problem)
-        chosen = tuple(p.strip() for p in parts.split(",") if p.strip())
-        wrong = [p for p in chosen if p not in known]
-        if wrong or not chosen:
-            what = f"{wrong[0]!r} is not a part of this figure" if wrong else "no part given"
-            _fail(f"--parts: {what} (its parts: {', '.join(known)})")
+        try:
+            chosen = chosen_parts(cert.problem, [p.strip() for p in parts.split(",") if p.strip()])
+        except ValueError as e:
+            _fail(f"--parts: {e}")
     with np.errstate(over="ignore", invalid="ignore"):  # a row sum of inf is reported as such
         bad = table_problems(cert.problem, cert.table)
     if bad:  # not a table of probabilities: nothing to draw (the claims are not checked)

@@ -23,6 +23,7 @@ PNG is rendered by Agg.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from matplotlib.figure import Figure
 from diffpriv._files import atomic_open
 from diffpriv.problems._problem import Problem
 
-__all__ = ["FORMATS", "PARTS", "describe", "parts_of", "plot_certificate"]
+__all__ = ["FORMATS", "PARTS", "chosen_parts", "describe", "parts_of", "plot_certificate"]
 
 MAX_PANELS = 4  # panels per row: items, inputs, profiles beyond this are left out (and said so)
 PROB_CMAP, LOSS_CMAP = "YlGnBu", "OrRd"
@@ -337,6 +338,23 @@ def describe(cert: dict[str, Any]) -> str:
     return text
 
 
+def chosen_parts(problem: Problem, parts: Sequence[str] | None) -> tuple[str, ...]:
+    """The parts of :func:`parts_of` named in ``parts``, in the figure's order (all of them where
+    ``parts`` is ``None``).
+
+    Raises:
+      ValueError: ``parts`` names one the layout lacks, or none.
+    """
+    known = parts_of(problem)
+    if parts is None:
+        return known
+    unknown = [p for p in parts if p not in known]
+    if unknown or not parts:
+        what = f"{unknown[0]!r} is not a part of this figure" if unknown else "no part given"
+        raise ValueError(f"{what} (its parts: {', '.join(known)})")
+    return tuple(p for p in known if p in parts)
+
+
 def plot_certificate(problem: Problem, table: np.ndarray, cert: dict[str, Any],
                      path: str | Path, title: str = "", cells: list[int] | None = None,
                      parts: tuple[str, ...] | None = None) -> Path:
@@ -357,15 +375,10 @@ def plot_certificate(problem: Problem, table: np.ndarray, cert: dict[str, Any],
     Raises:
       ValueError: ``path``'s suffix is not a format, or ``parts`` names one the layout lacks.
     """
-    known = parts_of(problem)
-    if parts is not None:
-        unknown = [p for p in parts if p not in known]
-        if unknown:
-            raise ValueError(f"parts: {unknown[0]!r} is not a part of this figure (its parts: "
-                             f"{', '.join(known)})")
-        if not parts:
-            raise ValueError(f"parts: none given (this figure's parts: {', '.join(known)})")
-    chosen = known if parts is None else tuple(p for p in known if p in parts)
+    try:
+        chosen = chosen_parts(problem, parts)
+    except ValueError as e:
+        raise ValueError(f"parts: {e}") from None
     table = np.asarray(table, dtype=np.float64)
     loss_per_input = np.einsum("sxy,xy->sx", table, problem.loss)
     figure = _plane_figure if _planar(problem) else _table_figure
