@@ -22,7 +22,7 @@ from diffpriv.cli._common import (
     console,
 )
 from diffpriv.cli._summary import _constraints, _print_constraints
-from diffpriv.io._export import FORMATS, repair_floor, write_table
+from diffpriv.io._export import FORMATS, repair_floor, repair_only, write_table
 from diffpriv.problems._checks import SpecError
 
 
@@ -166,10 +166,9 @@ def export(
             _fail(f"{file}: cannot be exported: out of memory")
     console.print(f"wrote {target} ({format}, table of shape {cert.problem.shape})")
     if floor is not None:
-        only = int(np.count_nonzero((cert.table > 0) & (floor >= cert.table * (1.0 - 1e-9))))  # (rounding)
         console.print(f"column 'repair': the repair's mix in each entry (t = {float(rep['t']):.3g}); "
-                      f"{only} of {int(np.count_nonzero(cert.table))} entries are nothing else: keep "
-                      "them, dropping any can break the certificate", markup=False)
+                      f"{repair_only(cert.table, floor)} of {int(np.count_nonzero(cert.table))} entries are "
+                      "nothing else: keep them, dropping any can break the certificate", markup=False)
 
 
 def plot(

@@ -16,7 +16,7 @@ import numpy as np
 from diffpriv._files import atomic_open, atomic_write, json_number
 from diffpriv.problems._problem import Problem
 
-__all__ = ["FORMATS", "jsonable", "write_json", "write_table"]
+__all__ = ["FORMATS", "jsonable", "repair_floor", "repair_only", "write_json", "write_table"]
 
 Format = Literal["csv", "npz", "json", "csv-sparse", "npz-sparse"]
 FORMATS: tuple[Format, ...] = ("csv", "npz", "json", "csv-sparse", "npz-sparse")
@@ -56,6 +56,12 @@ def repair_floor(table: np.ndarray, t: float, nu: np.ndarray | None) -> np.ndarr
     if not t > 0 or nu is None:
         return None
     return np.minimum(t * np.asarray(nu, np.float64)[None, None, :], table)
+
+
+def repair_only(table: np.ndarray, floor: np.ndarray) -> int:
+    """How many non-zero entries of ``table`` are the repair's mix (:func:`repair_floor`) and
+    nothing else, to rounding."""
+    return int(np.count_nonzero((table > 0) & (floor >= table * (1.0 - 1e-9))))
 
 
 def write_table(problem: Problem, table: np.ndarray, fmt: Format, path: str | Path,
