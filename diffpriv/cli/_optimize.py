@@ -154,7 +154,7 @@ def _progress(asked: bool | None, gap_tol: float):
 
 def _announce(problem, method: str, gap_tol: float) -> None:
     """Prints, before a run the size model expects to take over :data:`LONG_RUN` seconds, about how
-    long and what would shorten it (the interior point's model, :func:`._interior.expected_seconds`)."""
+    long and what would shorten it (the interior point's model, :attr:`._interior.Size.seconds`)."""
     from diffpriv.solvers import _interior
     from diffpriv.solvers._methods import route
 
@@ -164,13 +164,14 @@ def _announce(problem, method: str, gap_tol: float) -> None:
         return
     if not names or names[0] != "interior":
         return
-    seconds, steps = _interior.expected_seconds(problem), _interior.iterations(problem)
+    size = _interior.size(problem)
+    seconds, steps = size.seconds, size.iterations
     if seconds < LONG_RUN:
         return
     ns, nx, _ = problem.shape
     when = f"{seconds / 60:.0f} minutes" if seconds < 5400 else f"{seconds / 3600:.1f} hours"
     console.print(f"expect a long run: about {when} for the interior point on this CPU "
-                  f"({_interior.outputs(problem).size} outputs x {ns * nx} inputs, about "
+                  f"({size.outputs} outputs x {ns * nx} inputs, about "
                   f"{steps} iterations of {seconds / steps:.0f} s); halving "
                   "the grid's side makes each iteration about 50x cheaper, and --time-limit stops it "
                   "with the best certified table so far", soft_wrap=True)

@@ -48,8 +48,7 @@ from diffpriv.problems._problem import Problem
 from diffpriv.solvers import _interior_blocks as blocks
 from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status, relative_gap
 
-__all__ = ["InteriorRun", "Iterate", "applies", "expected_seconds", "iteration_flops", "iterations", "memory",
-           "outputs"]
+__all__ = ["InteriorRun", "Iterate", "Size", "applies", "outputs", "size"]
 
 MAX_ITERATIONS = 200
 LARGEST_RATIO = 1e8
@@ -109,9 +108,9 @@ rounding took over."""
 ITERATIONS = 30
 SLOW = 30.0
 FLOP_RATE = 3e9
-"""What :func:`expected_seconds` assumes: a run's iterations (:func:`iterations`: ``ITERATIONS``,
+"""What :attr:`Size.seconds` assumes: a run's iterations (:attr:`Size.iterations`: ``ITERATIONS``,
 and on outputs left out ``SLOW`` more for each unit of ``ln(1/ε)`` of the least pair budget below
-1) and the rate at which the factorisations' operations (:func:`iteration_flops`) go on the 2-core
+1) and the rate at which the factorisations' operations (:attr:`Size.flops`) go on the 2-core
 CPU, the rest of an iteration included (the Sacramento sales' 32×32 grid, 4-neighbour cells, 0.5
 per km, 201 outputs of 1,024 rows: 3.6·10⁹ an iteration, 26 iterations in 33 s; 48×48, 8-neighbour
 cells, 2 per km: 31 in 189 s at 4.7·10⁹ a second; ``benchmarks/geo_real.py``). On the 49 real-data
@@ -158,57 +157,71 @@ def applies(problem: Problem) -> bool:
     return bool(problem.support_mask().all())
 
 
-def _band(problem: Problem) -> tuple[int, int, int]:
-    """``(rows, pair rows, u)``: the flattened rows, the directed pair bounds, and the band's width
-    in the rows' own order (reverse Cuthill–McKee can only narrow it)."""
+class Size(NamedTuple):
+    """What the size model (:data:`FLOP_RATE`) needs of a problem, computed once (:func:`size`)."""
+
+    rows: int
+    """The flattened rows."""
+    pairs: int
+    """The directed pair bounds."""
+    width: int
+    """The band's width ``u`` in the rows' own order (reverse Cuthill–McKee can only narrow it)."""
+    outputs: int
+    """The outputs the run starts on (:func:`outputs`)."""
+    every: bool
+    """Whether those are all of them."""
+    least: float
+    """The least pair budget."""
+
+    @property
+    def flops(self) -> float:
+        """About how many floating-point operations an iteration's factorisations take over the
+        outputs it starts on: for each, the forward block factorisation (:data:`FORWARD`
+        ``·r·u³``) and the band of :data:`BAND` blocks of ``Σ_y H_y⁻¹`` (``2·r·u³·(BAND + 1)``;
+        the whole of it, ``2·(r·u)²·u``, where the band would be most of it:
+        :func:`._interior_blocks.band`)."""
+        u = self.width
+        r = -(-self.rows // u)
+        width = blocks.band(r, BAND)
+        form = 2.0 * (r * u) ** 2 * u if width >= r - 1 else 2.0 * r * u ** 3 * (width + 1)
+        return float(self.outputs) * (FORWARD * r * u ** 3 + form)
+
+    @property
+    def memory(self) -> int:
+        """About the peak bytes of a run: its iterates and the Newton step's copies of them over
+        the outputs it starts on, every output's blocks ``D_k⁻¹`` and ``P_k``, and the dense
+        ``|rows|²`` system."""
+        n, m, u = self.rows, self.outputs, self.width
+        padded = -(-n // u) * u
+        return 8 * (12 * (n + self.pairs) * m + 2 * m * padded * u + 3 * padded * padded
+                    + 4 * blocks.BATCH * padded * u)
+
+    @property
+    def iterations(self) -> int:
+        """About how many iterations a run takes: :data:`ITERATIONS`, and where the run leaves
+        outputs out :data:`SLOW` more for each unit of ``ln(1/ε)`` of its least pair budget below
+        1 — small budgets spread the table over outputs that join later, and the steps are short
+        (uniform priors, every output run, took 14 iterations at 0.05 per cell side)."""
+        if self.every:
+            return ITERATIONS
+        return int(round(ITERATIONS + SLOW * max(0.0, -np.log(max(self.least, 1e-300)))))
+
+    @property
+    def seconds(self) -> float:
+        """A rough duration of a run: :attr:`iterations` at :data:`FLOP_RATE`
+        (``benchmarks/geo_real.py`` on the 2-core CPU)."""
+        return self.iterations * self.flops / FLOP_RATE
+
+
+def size(problem: Problem) -> Size:
+    """``problem``'s :class:`Size`."""
     from diffpriv.solvers._columns import _edges
 
-    ns, nx, _ = problem.shape
-    i, j, _ = _edges(problem, tight=False)
-    return ns * nx, i.size, max(int(np.max(np.abs(i - j), initial=0)), 1)
-
-
-def iteration_flops(problem: Problem) -> float:
-    """About how many floating-point operations an iteration's factorisations take on ``problem``
-    over the outputs it starts on (:func:`outputs`): for each, the forward block factorisation
-    (:data:`FORWARD` ``·r·u³``) and the band of :data:`BAND` blocks of ``Σ_y H_y⁻¹``
-    (``2·r·u³·(BAND + 1)``; the whole of it, ``2·(r·u)²·u``, where the band would be most of it:
-    :func:`._interior_blocks.band`)."""
-    n, _, u = _band(problem)
-    r = -(-n // u)
-    width = blocks.band(r, BAND)
-    form = 2.0 * (r * u) ** 2 * u if width >= r - 1 else 2.0 * r * u ** 3 * (width + 1)
-    return float(outputs(problem).size) * (FORWARD * r * u ** 3 + form)
-
-
-def memory(problem: Problem) -> int:
-    """About the peak bytes of a run on ``problem``: its iterates and the Newton step's copies of
-    them over the outputs it starts on (:func:`outputs`), every output's blocks ``D_k⁻¹`` and
-    ``P_k``, and the dense ``|rows|²`` system."""
-    n, pairs, u = _band(problem)
-    m, size = int(outputs(problem).size), -(-n // u) * u
-    return 8 * (12 * (n + pairs) * m + 2 * m * size * u + 3 * size * size + 4 * blocks.BATCH * size * u)
-
-
-def iterations(problem: Problem) -> int:
-    """About how many iterations a run on ``problem`` takes (:data:`FLOP_RATE`): :data:`ITERATIONS`,
-    and where the run leaves outputs out (:func:`outputs`) :data:`SLOW` more for each unit of
-    ``ln(1/ε)`` of its least pair budget below 1 — small budgets spread the table over outputs that
-    join later, and the steps are short (uniform priors, every output run, took 14 iterations at
-    0.05 per cell side)."""
-    from diffpriv.solvers._columns import _edges
-
-    if outputs(problem).size == problem.shape[2]:
-        return ITERATIONS
-    _, _, eps = _edges(problem, tight=False)
-    least = float(np.min(eps)) if eps.size else 1.0
-    return int(round(ITERATIONS + SLOW * max(0.0, -np.log(max(least, 1e-300)))))
-
-
-def expected_seconds(problem: Problem) -> float:
-    """A rough duration of a run on ``problem``: :func:`iterations` at :data:`FLOP_RATE`
-    (``benchmarks/geo_real.py`` on the 2-core CPU)."""
-    return iterations(problem) * iteration_flops(problem) / FLOP_RATE
+    ns, nx, ny = problem.shape
+    i, j, eps = _edges(problem, tight=False)
+    outs = int(outputs(problem).size)
+    return Size(rows=ns * nx, pairs=int(i.size), width=max(int(np.max(np.abs(i - j), initial=0)), 1),
+                outputs=outs, every=outs == ny, least=float(np.min(eps)) if eps.size else 1.0)
 
 
 def _start(pairs: blocks.Pairs, loss: np.ndarray) -> np.ndarray:

@@ -179,7 +179,7 @@ Lagrangian's runs a bound above 0). Column generation from the relaxation's colu
 grid took over 2 minutes for its second round."""
 INTERIOR_FALLBACK_SECONDS = 1800.0
 """Where column generation stops short on a balanced prior, the interior point takes over when its
-size model (:func:`._interior.expected_seconds`) expects at most this many seconds (a uniform
+size model (:attr:`._interior.Size.seconds`) expects at most this many seconds (a uniform
 16×16 grid at ε = 0.05 per cell side: column generation took 42 rounds and 48 s, the interior point
 14 iterations and 8.9 s; all 2,304 outputs of a uniform 48×48 grid: about 20 minutes an
 iteration)."""
@@ -401,15 +401,20 @@ class Facts:
         from diffpriv.problems._size import memory_limit
         from diffpriv.solvers import _interior
 
-        return _interior.applies(self.problem) and _interior.memory(self.problem) <= memory_limit()
+        return _interior.applies(self.problem) and self.interior_size.memory <= memory_limit()
+
+    @functools.cached_property
+    def interior_size(self):  # -> _interior.Size (imported lazily)
+        """The interior point's size model of the problem (:func:`._interior.size`)."""
+        from diffpriv.solvers import _interior
+
+        return _interior.size(self.problem)
 
     @property
     def interior_fallback(self) -> bool:
         """… and its size model expects at most :data:`INTERIOR_FALLBACK_SECONDS` (after column
         generation stops short on a balanced prior)."""
-        from diffpriv.solvers import _interior
-
-        return self.interior and _interior.expected_seconds(self.problem) <= INTERIOR_FALLBACK_SECONDS
+        return self.interior and self.interior_size.seconds <= INTERIOR_FALLBACK_SECONDS
 
     @property
     def balanced(self) -> bool:

@@ -100,19 +100,19 @@ def test_optimize_says_up_front_how_long_a_long_run_is_expected_to_take(capsys, 
 
 
 def test_the_size_model_expects_more_iterations_at_small_budgets_where_outputs_are_left_out():
-    """:func:`_interior.iterations`: the constant where every output runs (a uniform prior), and
+    """:attr:`_interior.Size.iterations`: the constant where every output runs (a uniform prior), and
     ``SLOW`` more per unit of ``ln(1/ε)`` below 1 where outputs are left out."""
     concentrated = _concentrated(6, 0.7, 1.0, 5)  # 0.7 between 4-neighbours, outputs left out
     assert _interior.outputs(concentrated).size < concentrated.shape[2]
     expected = _interior.ITERATIONS + _interior.SLOW * np.log(1 / 0.7)
-    assert _interior.iterations(concentrated) == round(expected)
+    assert _interior.size(concentrated).iterations == round(expected)
     wide = concentrated.with_budget(concentrated.constraints[0].name, 2.0)
-    assert _interior.iterations(wide) == _interior.ITERATIONS  # ε ≥ 1 between neighbours
+    assert _interior.size(wide).iterations == _interior.ITERATIONS  # ε ≥ 1 between neighbours
     flat = np.full_like(concentrated.prior, 1 / concentrated.prior.size)
     uniform = dataclasses.replace(concentrated, prior=flat)  # every output runs
     assert _interior.outputs(uniform).size == uniform.shape[2]
-    assert _interior.iterations(uniform) == _interior.ITERATIONS
-    assert _interior.expected_seconds(concentrated) > _interior.expected_seconds(wide) > 0
+    assert _interior.size(uniform).iterations == _interior.ITERATIONS
+    assert _interior.size(concentrated).seconds > _interior.size(wide).seconds > 0
 
 
 def test_write_lp_writes_the_reference_lp_that_highs_reads_back_at_its_optimum(tmp_path):
