@@ -65,7 +65,8 @@ def test_no_import_circle_among_the_modules():
 def test_the_packages_form_a_stack():
     """No circle between the packages either (each module counted as its top-level package or
     module under diffpriv): measures and the file helpers at the bottom, then problems, the
-    certifier, solvers, mechanisms, the CLI at the top."""
+    certifier, the mechanisms (baselines and their calibration, which the gradient search starts
+    from), solvers, the entry points (design, sweep, compare), the CLI at the top."""
     graph = import_graph(PACKAGE)
 
     def top(m):

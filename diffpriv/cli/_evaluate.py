@@ -172,9 +172,10 @@ def _comparison(problem: Problem, options: OptimizerOptions, mechanism: str | No
     config's ``[optimizer]``), printed; the named mechanism keeps its other ``--param`` values. A
     mechanism that does not apply, or cannot meet the budgets, is one ``not compared:`` line.
     Returns the summary fields ``comparison`` and ``not_compared``."""
+    from diffpriv._compare import compare, format_comparison
     from diffpriv._design import InfeasibleError, design  # imports JAX
     from diffpriv.certification import RepairError, TableError
-    from diffpriv.mechanisms import MECHANISMS, CouplingError, ProfileLPError, compare, format_comparison
+    from diffpriv.mechanisms import MECHANISMS, CouplingError, ProfileLPError
 
     kwargs = options.kwargs()
     seed = kwargs.pop("seed")

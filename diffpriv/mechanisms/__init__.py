@@ -18,14 +18,7 @@ from diffpriv.mechanisms._coupling import (
     coupling_mechanism,
     optimal_coupling,
 )
-from diffpriv.mechanisms._evaluate import (
-    ComparisonRow,
-    Evaluation,
-    calibrate,
-    compare,
-    evaluate,
-    format_comparison,
-)
+from diffpriv.mechanisms._evaluate import Evaluation, calibrate, evaluate
 from diffpriv.mechanisms._parameters import check_parameters
 from diffpriv.mechanisms._profile_based import (
     CATEGORICAL_CHAIN,
@@ -52,7 +45,8 @@ from diffpriv.mechanisms._tupling import (
     tupling_loss_matrix,
 )
 
-_LAZY = {"Mechanism": "diffpriv.solvers._mechanism"}
+_LAZY = {"Mechanism": "diffpriv.solvers._mechanism",
+         **dict.fromkeys(("ComparisonRow", "compare", "format_comparison"), "diffpriv._compare")}
 
 __getattr__ = lazy_getattr("diffpriv.mechanisms", _LAZY)
 
