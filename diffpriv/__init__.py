@@ -15,8 +15,9 @@ The public face (the rest lives in the subpackages, :mod:`diffpriv.problems`,
 Specification (numpy): :class:`Problem`, :class:`Domain`, :class:`Item`, the constraint
 families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP`, :class:`DivergenceDistP`,
 :class:`DivergenceDP`, :class:`ExtendedDistP`, :class:`WassersteinDP`, :class:`WassersteinDistP`,
-the objectives :class:`ExpectedLoss`, :class:`WorstCaseLoss`, :class:`LargestEntry` and
-:class:`TransportLoss` (their registries, blocks and JSON form: :mod:`diffpriv.problems`).
+the objectives :class:`ExpectedLoss`, :class:`WorstCaseLoss`, :class:`LargestEntry`,
+:class:`TransportLoss`, :class:`EstimationError` and :class:`InformationLoss` (their registries,
+blocks and JSON form: :mod:`diffpriv.problems`).
 Certification (numpy only, the trusted core): :func:`certify`, :func:`verify`,
 :class:`Certificate`. Solving: :func:`optimize` (JAX, loaded on first use; the configurable
 :class:`diffpriv.solvers.Optimizer` behind it), :func:`design` (optimize, then certify),
@@ -31,7 +32,7 @@ from diffpriv._lazy import lazy_getattr
 # JAX, no config, solver or CLI module.
 _PROBLEMS = ("Problem", "Domain", "Item", "DistP", "LocalDP", "ExtendedDP", "DivergenceDistP",
              "DivergenceDP", "ExtendedDistP", "WassersteinDP", "WassersteinDistP", "ExpectedLoss",
-             "WorstCaseLoss", "LargestEntry", "TransportLoss")
+             "WorstCaseLoss", "LargestEntry", "TransportLoss", "EstimationError", "InformationLoss")
 _LAZY = {
     **{name: f"diffpriv.{name}" for name in
        ("certification", "config", "deploy", "io", "measures", "mechanisms", "problems", "solvers")},
@@ -61,7 +62,7 @@ __all__ = [
     "Problem", "Domain", "Item",
     "DistP", "LocalDP", "ExtendedDP", "DivergenceDistP", "DivergenceDP", "ExtendedDistP",
     "WassersteinDP", "WassersteinDistP",
-    "ExpectedLoss", "WorstCaseLoss", "LargestEntry", "TransportLoss",
+    "ExpectedLoss", "WorstCaseLoss", "LargestEntry", "TransportLoss", "EstimationError", "InformationLoss",
     "load_config",
     # solving and certifying
     "optimize", "design", "Design", "sweep", "Frontier", "certify", "verify", "Certificate",

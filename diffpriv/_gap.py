@@ -19,5 +19,7 @@ exact optimum of a budget every table meets (TV-DP at 1 on the Sacramento sales,
 def relative_gap(objective: float, bound: float) -> float:
     """``(objective − bound) / max(|bound|, GAP_FLOOR)``: the rule every solver stops by, on the
     device and on the host (:func:`diffpriv.solvers._pdhg.gap_to` is its JAX twin), and the gap
-    results report."""
+    results report; ``inf`` where there is no bound (``-inf``: a non-convex objective)."""
+    if bound == float("-inf"):
+        return float("inf")
     return (objective - bound) / max(abs(bound), GAP_FLOOR)

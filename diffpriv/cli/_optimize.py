@@ -119,9 +119,16 @@ def optimize(
         _fail("interrupted before the optimizer had a table to certify; nothing written", code=130)
     result, cert = d.result, d.certificate
     _save(cert, out / "certificate.json")
+    if problem.objective.convex:
+        bound = {"lower_bound": float(result.lower_bound)}
+    else:  # the gradient search: no bound, the best of its starts
+        starts = result.history
+        bound = {"no_bound": f"no optimality bound: non-convex objective; the best of {starts['restarts']} "
+                             f"starts (from {starts['start']})",
+                 "restarts": int(starts["restarts"]), "best_start": starts["start"]}
     summary = _summary(
         problem, cert, d.seconds,
-        optimized=float(result.objective), lower_bound=float(result.lower_bound),
+        optimized=float(result.objective), **bound,
         steps=int(result.steps), stop=result.status, seed=int(result.seed), plan=result.plan,
         method=result.method, **({} if result.presolve is None else {"presolve": result.presolve}),
     )

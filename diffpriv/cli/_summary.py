@@ -40,6 +40,7 @@ _METHOD_TEXT = {
     "linear al": "linear al: augmented Lagrangian (Adam) on the linear constraints",
     "mirror": "mirror: mirror-prox on the Lagrangian",
     "interior point": "interior point: primal-dual, over the output columns (banded Newton systems)",
+    "gradient": "gradient: augmented Lagrangian, L-BFGS on softmax logits, several starts",
     "highs": "highs: the exact LP (HiGHS)",
     "clarabel": "clarabel: the exact conic program (cvxpy, Clarabel)",
     "relaxation (highs)": "relaxation (highs): the linear constraints alone (HiGHS), repaired",
@@ -105,6 +106,8 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
     if "lower_bound" in s:
         rows += [("certified lower bound", f"{s['lower_bound']:.6g}"),
                  ("gap of the certified table", _gap(s["certified"], s["lower_bound"]))]
+    if "no_bound" in s:
+        rows.append(("lower bound", s["no_bound"]))
     if "repair_weight" in s:
         rows.append(("repair weight t", f"{s['repair_weight']:.3g}"))
     if "status" in s:

@@ -17,7 +17,9 @@ from diffpriv.problems._known import (
 from diffpriv.problems._neighbours import count_pairs_within, pairs_within
 from diffpriv.problems._objectives import (
     OBJECTIVES,
+    EstimationError,
     ExpectedLoss,
+    InformationLoss,
     LargestEntry,
     Objective,
     TransportLoss,
@@ -36,7 +38,9 @@ __all__ = [
     "WassersteinDistP",
     "FAMILIES",
     "OBJECTIVES",
+    "EstimationError",
     "ExpectedLoss",
+    "InformationLoss",
     "LargestEntry",
     "TransportLoss",
     "Objective",

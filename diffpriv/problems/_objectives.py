@@ -14,7 +14,11 @@ An objective is a frozen dataclass with a ``kind`` tag, registered in :data:`OBJ
   variable ``t`` with one linear constraint per row or per entry);
 * ``transport`` — True for :class:`TransportLoss`, whose value is an optimal transport cost:
   the solvers add a conditional transport plan (one more row-stochastic ``[X, Y]`` table) and
-  one marginal constraint, which keeps the problem linear.
+  one marginal constraint, which keeps the problem linear;
+* ``smooth`` — True for the differentiable objectives no linear or conic solver takes
+  (:class:`EstimationError`, :class:`InformationLoss`): only the gradient search runs them, and
+  ``convex`` says whether a lower bound on their optimum can be stated (neither is convex in
+  the table: none is).
 
 A solver that cannot handle an objective says so up front with a one-line
 :class:`~diffpriv.problems.SpecError`. numpy only.
@@ -30,8 +34,8 @@ import numpy as np
 
 from diffpriv.problems._checks import SpecError, add_kind
 
-__all__ = ["OBJECTIVES", "ExpectedLoss", "LargestEntry", "Objective", "TransportLoss", "WorstCaseLoss",
-           "objective_from_json", "register_objective", "require_linear"]
+__all__ = ["OBJECTIVES", "EstimationError", "ExpectedLoss", "InformationLoss", "LargestEntry", "Objective",
+           "TransportLoss", "WorstCaseLoss", "objective_from_json", "register_objective", "require_linear"]
 
 OBJECTIVES: dict[str, type] = {}
 """Every objective by its ``kind``."""
@@ -49,6 +53,8 @@ class Objective:
     text: ClassVar[str]
     epigraph: ClassVar[str]
     transport: ClassVar[bool] = False
+    smooth: ClassVar[bool] = False
+    convex: ClassVar[bool] = True
 
     def value(self, problem, table: np.ndarray) -> float:
         raise NotImplementedError
@@ -193,6 +199,54 @@ class TransportLoss(Objective):
             nu = np.einsum("sx,sxy->y", w, table)
             total += share * wasserstein(lam / lam.sum(), nu / nu.sum(), problem.loss, 1.0).value
         return float(total)
+
+
+@register_objective
+@dataclasses.dataclass(frozen=True)
+class EstimationError(Objective):
+    """The mean squared error of the least-squares estimate of the population's input law
+    ``λ[x] = Σ_s π[s,x]`` from ``reports`` independent reports,
+    ``MSE(A) = (Σ_y q_y ‖B_y‖² − ‖λ‖²) / reports`` with ``q = λĀ``, ``B = Āᵀ(ĀĀᵀ)⁻¹`` and ``Ā`` the
+    profiles' tables mixed as the population mixes them
+    (:func:`diffpriv.measures._utilities.estimation_mse`; ``inf`` where ``ĀĀᵀ`` is singular): the
+    frequency-estimation utility of local DP. With more outputs than inputs (subsets, unary
+    encodings) the table can beat randomised response. Not convex in the table."""
+
+    kind: ClassVar[str] = "estimation"
+    text: ClassVar[str] = "estimation MSE"
+    epigraph: ClassVar[str] = ""
+    smooth: ClassVar[bool] = True
+    convex: ClassVar[bool] = False
+    reports: int = 1000
+
+    def __post_init__(self):
+        if isinstance(self.reports, bool) or not isinstance(self.reports, int) or self.reports < 1:
+            raise SpecError(f"objective.reports: must be a positive integer, got {self.reports!r}")
+
+    def value(self, problem, table: np.ndarray) -> float:
+        from diffpriv.measures._utilities import estimation_mse
+
+        return estimation_mse(problem.prior, table, self.reports)
+
+
+@register_objective
+@dataclasses.dataclass(frozen=True)
+class InformationLoss(Objective):
+    """Minus the mutual information ``I(X; Y)`` in nats between the true value and the report
+    under the joint prior (:func:`diffpriv.measures._utilities.mutual_information`): the table
+    that keeps the most information about the inputs. Concave in the table, so its minimum lies
+    at a vertex and no bound is stated."""
+
+    kind: ClassVar[str] = "information"
+    text: ClassVar[str] = "minus mutual information (nats)"
+    epigraph: ClassVar[str] = ""
+    smooth: ClassVar[bool] = True
+    convex: ClassVar[bool] = False
+
+    def value(self, problem, table: np.ndarray) -> float:
+        from diffpriv.measures._utilities import mutual_information
+
+        return -mutual_information(problem.prior, table)
 
 
 def objective_from_json(value: Any, where: str = "objective") -> Objective:

@@ -30,6 +30,7 @@ from diffpriv.solvers._linear import (
     epigraph_values,
     operator,
 )
+from diffpriv.solvers._utilities import utility_value
 
 __all__ = ["ALState", "al_init", "al_output", "al_run", "solve_al"]
 
@@ -73,8 +74,9 @@ def al_init(data: LinearData, key: jax.Array, *, rho: float = 100.0, init_scale:
                    jnp.zeros(data.row_active.shape), jnp.zeros((n_nl, 2)), jnp.asarray(rho))
 
 
-def _parts(data: LinearData, worst: bool, nonlinear, kinds):
-    """``(log_table_of, residual)`` of the scaled problem."""
+def _parts(data: LinearData, worst: bool, nonlinear, kinds, objective=None):
+    """``(log_table_of, residual)`` of the scaled problem (``objective``: ``(kind, data)`` of a
+    smooth objective, :func:`._utilities.utility_value`, in place of the linear one: :mod:`._gradient`)."""
     op = operator(data)
     total = jnp.maximum(jnp.sum(data.cost), 1e-300)
     top = jnp.max(jnp.where(data.mask, data.row_loss, 0.0))
@@ -91,7 +93,10 @@ def _parts(data: LinearData, worst: bool, nonlinear, kinds):
         c = op.apply(a) - op.delta[:, None] * w
         t = top * jax.nn.sigmoid(tau)
         rows = jnp.where(data.row_active, (epigraph_values(data, a) - t) / row_norm, -1.0)
-        f = t / jnp.maximum(top, 1e-300) if worst else jnp.sum(data.cost / total * a)
+        if objective is not None:
+            f = utility_value(objective[0], objective[1], a)
+        else:
+            f = t / jnp.maximum(top, 1e-300) if worst else jnp.sum(data.cost / total * a)
         g = residuals(nonlinear, kinds, log_a) if nonlinear is not None and nonlinear.size \
             else jnp.zeros((0, 2))
         return f, c, rows, g
@@ -101,11 +106,11 @@ def _parts(data: LinearData, worst: bool, nonlinear, kinds):
 
 def al_run(data: LinearData, state: ALState, *, outer: int, inner: int, learning_rate: float = 0.1,
            worst: bool = False, nonlinear: DivergenceData | None = None, kinds: tuple = (),
-           solver: str = "adam", growth: float = 1.0, rho_max: float = 1e5) -> ALState:
+           solver: str = "adam", growth: float = 1.0, rho_max: float = 1e5, objective=None) -> ALState:
     """``outer`` rounds of ``inner`` steps (``solver``: ``"adam"``, a cosine-decayed step, or
     ``"lbfgs"``, optax's L-BFGS with a zoom line search) then a multiplier update; ``ρ`` grows
-    by ``growth`` per round up to ``rho_max``."""
-    _, residual = _parts(data, worst, nonlinear, kinds)
+    by ``growth`` per round up to ``rho_max``; ``objective`` as in :func:`_parts`."""
+    _, residual = _parts(data, worst, nonlinear, kinds, objective)
 
     def penalty(mult, value, rho):
         return jnp.sum(jnp.square(jax.nn.relu(mult + rho * value)) - jnp.square(mult))

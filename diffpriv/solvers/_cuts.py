@@ -93,12 +93,13 @@ def applies(problem: Problem, kinds) -> bool:
     """Whether column-and-cut generation runs ``problem`` (divergence groups ``kinds``): every
     nonlinear block is an f-divergence the dual form covers (KL, reverse KL, χ², Hellinger, Rényi,
     TV: divergence DistP, divergence DP, extended DistP, profile edges), and the objective is not
-    the transport loss. ``method = "auto"`` runs it on item laws only (:func:`._methods.choose`):
-    on a 6×6 grid with 4-neighbour KL-DP pairs (60 terms, each with its tangents at every output)
-    HiGHS's rounds took 30–40 s each, where Clarabel solves the whole problem in seconds."""
+    the transport loss nor a smooth one. ``method = "auto"`` runs it on item laws only
+    (:func:`._methods.choose`): on a 6×6 grid with 4-neighbour KL-DP pairs (60 terms, each with
+    its tangents at every output) HiGHS's rounds took 30–40 s each, where Clarabel solves the
+    whole problem in seconds."""
     from diffpriv.solvers._f_forms import f_divergences
 
-    return not problem.objective.transport and f_divergences(kinds)
+    return not (problem.objective.transport or problem.objective.smooth) and f_divergences(kinds)
 
 
 def _terms(problem: Problem, tighten_rel: float) -> Terms:

@@ -44,7 +44,8 @@ class Status(enum.StrEnum):
 
     CONVERGED = "converged"
     """The relative gap of the (certifiable) table to the certified bound reached ``gap_tol``
-    (PDHG: and the violation ``viol_factor · gap_tol``)."""
+    (PDHG: and the violation ``viol_factor · gap_tol``; the gradient search, which has no bound:
+    its best certified value moved by less than ``gap_tol`` of itself in its last chunks)."""
     STEP_LIMIT = "step limit"
     """``steps`` ran out first."""
     INFEASIBLE = "infeasible"
@@ -127,7 +128,8 @@ class OptimizeResult:
       seed: the seed used.
       status: a :class:`Status` value: ``"converged"``, ``"step limit"``, ``"infeasible"``,
         ``"diverged"`` or ``"stalled"``.
-      history: per-period traces, ``{"kkt": [...], "lower_bound": [...], "gap": [...]}``.
+      history: per-period traces, ``{"kkt": [...], "lower_bound": [...], "gap": [...]}`` (the
+        gradient search: ``{"start": the start whose table won, "restarts": how many ran}``).
       options: the optimizer's settings.
       state: the solver's final state (PDHG: logits and multipliers, before polishing, so that
         ``optimize(..., init=result)`` continues where this run stopped; the smoothed dual: its

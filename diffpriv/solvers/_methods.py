@@ -92,6 +92,10 @@ METHODS = {
                 "Newton system, the rows' sums by a dense system of one row per input; every iterate a "
                 "table within the budgets, its bound from weak duality",
     "exact": "the exact reference: HiGHS for linear constraints, Clarabel (cvxpy) otherwise",
+    "gradient": "the gradient search for the smooth objectives ('estimation', 'information'): the augmented "
+                "Lagrangian with L-BFGS on softmax logits from several starts at once (the calibrated "
+                "baselines, random ones), the best certified table kept; no optimality bound "
+                "(the objectives are not convex); what 'auto' runs for them",
 }
 """Every ``optimizer.method`` and what it runs (:class:`._options.Options` derives its allowed values
 from these keys)."""
@@ -109,6 +113,7 @@ SOLVERS = {
     "exact": "diffpriv.solvers._exact:ExactRun",
     "relaxed": "diffpriv.solvers._relaxed:RelaxedRun",
     "interior": "diffpriv.solvers._interior:InteriorRun",
+    "gradient": "diffpriv.solvers._gradient:GradientRun",
 }
 """Every solver: its :class:`._driver.Run` (``module:class``, imported on use, so that this table
 loads no JAX). A new solver is its run class, a line here, and its row (or place in a row) of
@@ -538,8 +543,9 @@ def auto_table() -> str:
     return "\n".join(lines)
 
 
-METHODS["auto"] = ("the linear relaxation first where divergence or Wasserstein constraints sit beside "
-                   "linear ones and it is cheap; then the first of these that holds: "
+METHODS["auto"] = ("the gradient search alone for the smooth objectives ('estimation', 'information'); "
+                   "otherwise the linear relaxation first where divergence or Wasserstein constraints sit "
+                   "beside linear ones and it is cheap; then the first of these that holds: "
                    + "; ".join(r.case for r in AUTO) + " ('own': mirror-prox or the first-order solver; "
                    "'exact?': the exact reference where it fits; 'interior?': the interior point where "
                    "it applies, fits and is expected to be quick)")
@@ -562,11 +568,34 @@ def route(problem, method: str, *, gap_tol: float = 1e-4, warm: bool = False) ->
     :attr:`~._driver.Declared.hands_over`, stop short of converging) runs it. An explicit method
     names one solver (a one-line ``SpecError`` where ``"cuts"`` or ``"mirror"`` does not apply);
     ``"auto"`` takes the route of its row of :data:`AUTO`, after the linear relaxation
-    (``"relaxed"``) where :func:`relaxes`."""
+    (``"relaxed"``) where :func:`relaxes`. A smooth objective (``"estimation"``,
+    ``"information"``) runs the gradient search alone, under ``"auto"`` or ``"gradient"``
+    (:func:`_smooth`)."""
+    if problem.objective.smooth or method == "gradient":
+        return _smooth(problem, method)
     names = _route(problem, method, gap_tol=gap_tol, warm=warm)
     if method == "auto" and not warm and relaxes(problem, gap_tol):
         return ("relaxed", *names)
     return names
+
+
+def _smooth(problem, method: str) -> tuple[str, ...]:
+    """``("gradient",)`` for a smooth objective under ``"auto"`` or ``"gradient"`` and linear
+    constraints; a one-line ``SpecError`` otherwise."""
+    kind = problem.objective.kind
+    if not problem.objective.smooth:
+        raise SpecError(f"optimizer.method: 'gradient' runs the smooth objectives ('estimation', "
+                        f"'information'), not {kind!r}")
+    if method not in ("auto", "gradient"):
+        raise SpecError(f"optimizer.method: {method!r} minimises linear and convex objectives; objective "
+                        f"{kind!r} runs with 'auto' or 'gradient'")
+    for block in problem.blocks():
+        if not block.linear:
+            c = problem.constraints[block.constraint]
+            raise SpecError(f"constraints[{block.constraint}]: objective {kind!r} runs the gradient search, "
+                            f"which handles linear constraints (max-divergence, hockey-stick), not the "
+                            f"{block.divergence!r} divergence of {c.kind} {c.name!r}")
+    return ("gradient",)
 
 
 def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ...]:

@@ -85,7 +85,7 @@ class PDHGRun(Declared):
 
     @classmethod
     def accepts(cls, problem) -> bool:
-        return problem.linear
+        return problem.linear and not problem.objective.smooth
 
     def __init__(self, opt, problem: Problem, seed: int, init=None):
         self.opt, self.problem = opt, problem
@@ -199,7 +199,7 @@ class LinearALRun(Declared):
 
     @classmethod
     def accepts(cls, problem) -> bool:
-        return problem.linear
+        return problem.linear and not problem.objective.smooth
 
     def __init__(self, opt, problem: Problem, seed: int):
         self.opt, self.problem, self.seed = opt, problem, seed

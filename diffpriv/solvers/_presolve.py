@@ -81,7 +81,8 @@ class Presolved:
 
 def presolve(problem: Problem, *, vacuous: bool = False) -> Presolved | None:
     """The reduction of ``problem`` (module docstring), or ``None`` when nothing can be dropped
-    (a comparison of rows, the transport objective, or every row and output in use, and, with
+    (a comparison of rows, the transport objective or a smooth one — whose value sees every row —,
+    or every row and output in use, and, with
     ``vacuous``, no constraint every table meets)."""
     loose = _without_vacuous(problem) if vacuous else problem
     reduced = _rows_and_outputs(loose)
@@ -108,7 +109,8 @@ def _rows_and_outputs(problem: Problem) -> tuple[Problem, np.ndarray, np.ndarray
     """``(reduced problem, rows, outputs)`` without the rows and outputs nothing sees (module
     docstring), or ``None`` where there are none."""
     blocks = problem.blocks()
-    if problem.objective.transport or not all(isinstance(b, MixtureBlock) for b in blocks):
+    if problem.objective.transport or problem.objective.smooth \
+            or not all(isinstance(b, MixtureBlock) for b in blocks):
         return None
     used = (problem.prior > 0).any(axis=0)
     for b in blocks:

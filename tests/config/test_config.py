@@ -340,7 +340,8 @@ def test_optimizer_schema_is_derived_from_the_optimizer_settings():
                     config_from_dict(_with("optimizer", {f.name: value}))
 
 
-@pytest.mark.parametrize("name", ["quickstart", "categorical", "profiles", "divergence", "wasserstein"])
+@pytest.mark.parametrize("name", ["quickstart", "categorical", "profiles", "divergence", "wasserstein",
+                                  "estimation"])
 def test_shipped_configs_load(name):
     problem, _ = load_config(CONFIGS / f"{name}.toml")
     assert problem.constraints

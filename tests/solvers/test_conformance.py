@@ -49,6 +49,7 @@ def problems() -> dict[str, dp.Problem]:
         "kl-dp+geo": dataclasses.replace(g, constraints=(dp.ExtendedDP(1.0, pairs=near), kl_dp)),
         "wdp": dp.Problem(line, line, line.distances(line), np.full(4, 0.25),
                           constraints=(dp.WassersteinDP(epsilon=1.0, order=1.0),)),
+        "rr-information": dataclasses.replace(k_rr_problem(2, 1.0), objective=dp.InformationLoss()),
     }
 
 
@@ -60,6 +61,10 @@ CASES = [pytest.param(name, kind, id=f"{name}-{kind}",
 
 
 def _optimum(p: dp.Problem) -> float:
+    if p.objective.smooth:  # binary inputs: randomized response is optimal (Kairouz, Oh & Viswanath 2014)
+        eps = float(p.constraints[0].epsilon)
+        rr = np.array([[np.exp(eps), 1.0], [1.0, np.exp(eps)]]) / (np.exp(eps) + 1.0)
+        return p.objective_value(rr[None])
     return dp.solvers.lp(p).value if p.linear else dp.solvers.convex(p).value
 
 

@@ -27,7 +27,7 @@ def test_the_options_allow_exactly_the_methods_of_the_table():
     assert typing.get_args(typing.get_type_hints(Options)["method"]) == tuple(METHODS)
     assert Options().method == "auto"
     with pytest.raises(ValueError, match=r"^optimizer.method: must be 'auto', 'pdhg', 'cuts', 'mirror', "
-                                         r"'al', 'interior' or 'exact', got 'lp'$"):
+                                         r"'al', 'interior', 'exact' or 'gradient', got 'lp'$"):
         Options(method="lp")
 
 
