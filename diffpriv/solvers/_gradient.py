@@ -7,17 +7,19 @@ DP), privacy certified exactly as everywhere.
 objective replaced by the smooth one (:mod:`._utilities`, scaled by its value at the first
 start), rounds of L-BFGS steps (with Adam beside, :func:`._al.al_run`) and multiplier updates,
 at budgets tightened by :data:`TIGHTEN`; several starts at once (``vmap``): the feasible tables
-of the baselines that apply (k-ary randomized response, the planar Laplace mechanism, each at
-the largest parameter the budgets allow: :func:`diffpriv.mechanisms.calibrate`), the
+of :func:`starts` (the expected loss's LP optimum where HiGHS takes it quickly; k-ary randomized
+response and the planar Laplace mechanism where they apply, each at the largest parameter the
+budgets allow: :func:`diffpriv.mechanisms.calibrate`), a caller's table (``init``), the
 loss-shaped table :func:`._al.al_init` starts from, and :data:`RANDOM` random logits. After
 each chunk every start's table is repaired by the certifier (:func:`diffpriv.certification._repair.repair`)
 and its objective recomputed in float64 numpy (:meth:`~diffpriv.problems.Objective.value`); the
-best is kept, the baselines' own tables among them, so the result is never worse than a
-calibrated baseline.
+best is kept, the starts' own tables among them (repaired), so the result is never worse than
+a calibrated baseline, the expected loss's optimum or the caller's table.
 
 **No bound.** The objectives are not convex in the table, so no lower bound on the optimum is
 stated (``-inf``); the run ends ``"converged"`` when a chunk improves the best certified value
-by less than ``gap_tol`` of it (:data:`PATIENCE` such chunks), else at its step limit.
+by less than ``gap_tol`` of it (:data:`PATIENCE` such chunks), else at its step limit. Its
+progress reports that relative improvement where the other runs report their gap.
 """
 
 from __future__ import annotations
@@ -56,12 +58,20 @@ BASELINES = (("krr", {}), ("planar_laplace", {}))
 
 
 def starts(problem: Problem) -> list[tuple[str, np.ndarray]]:
-    """``(name, table [S, X, Y])`` of each baseline that applies to ``problem``, calibrated to its
-    budgets (:func:`diffpriv.mechanisms.calibrate`; those that do not apply or meet no budget are
-    left out)."""
+    """``(name, table [S, X, Y])`` of each start at the budgets: the optimum of the expected loss
+    under the same constraints where ``"auto"`` would hand that LP to HiGHS (a table of least loss
+    per report, at the budgets to HiGHS's tolerance: the certifier's repair mends the rest), and
+    each baseline that applies to ``problem``, calibrated to its budgets
+    (:func:`diffpriv.mechanisms.calibrate`, certified; those that do not apply or meet no budget
+    are left out)."""
     from diffpriv.mechanisms import calibrate
+    from diffpriv.solvers._lp import solve_lp
+    from diffpriv.solvers._methods import exact_solver
 
     out = []
+    expected = dataclasses.replace(problem, objective=ExpectedLoss())
+    if exact_solver(expected) == "highs":
+        out.append(("expected-loss optimum", solve_lp(expected).table))
     for name, params in BASELINES:
         try:
             ev = calibrate(problem, name, **params)
@@ -89,14 +99,15 @@ class GradientRun(Declared):
     """The gradient search (module docstring) as a :class:`._driver.Run`."""
 
     name, labels = "gradient", ("gradient",)
-    warm_starts = lean = False
+    takes_init = True
+    lean = False
     too_large = "optimizer: this problem is too large for the gradient search's float64 tables"
 
     @classmethod
     def accepts(cls, problem) -> bool:
         return bool(problem.objective.smooth) and problem.linear
 
-    def __init__(self, opt, problem: Problem, seed: int):
+    def __init__(self, opt, problem: Problem, seed: int, init=None):
         from diffpriv.certification._repair import repair
 
         self.opt, self.problem, self.repair = opt, problem, repair
@@ -104,8 +115,17 @@ class GradientRun(Declared):
         self.data = tighten(linear_data(dataclasses.replace(problem, objective=ExpectedLoss())), TIGHTEN, 0.0)
         self.best: tuple[float, np.ndarray, str] | None = None
         named = starts(problem)
-        for name, table in named:  # a baseline's own table is a candidate (certified already)
-            self._keep(table, name, repaired=True)
+        for name, table in named:  # a start's own table is a candidate (repaired: a no-op where it holds)
+            self._keep(table, name)
+        if init is not None:  # the caller's table: a start, and (repaired) a candidate
+            table = getattr(init, "table", init)  # a result's table, a Mechanism's table()
+            table = np.asarray(table() if callable(table) else table, np.float64)
+            if table.shape != problem.shape or not np.all(np.isfinite(table)) or np.any(table < 0):
+                raise ValueError(f"init: the gradient search starts from a table of shape {problem.shape} "
+                                 "with finite entries ≥ 0 (or a result holding one)")
+            table = table / np.maximum(table.sum(axis=-1, keepdims=True), 1e-300)
+            self._keep(table, "init")
+            named.append(("init", table))
         key = jax.random.PRNGKey(seed)
         base = al_init(self.data, key, rho=RHO, init_scale=1.0)
         logits = [base.params[0]]
@@ -127,9 +147,15 @@ class GradientRun(Declared):
         self.done, self.quiet = 0, 0
         self.restarts = k
 
-    def _keep(self, table: np.ndarray, name: str, repaired: bool = False) -> None:
-        if not repaired:
+    def _keep(self, table: np.ndarray, name: str) -> None:
+        """Keeps ``table``, repaired, where its objective is the least so far; a table no repair
+        can mend (a support mask without a data-independent channel) is passed over."""
+        from diffpriv.certification import RepairError
+
+        try:
             table = self.repair(self.problem, table).table
+        except RepairError:
+            return
         value = self.problem.objective_value(table)
         if math.isfinite(value) and (self.best is None or value < self.best[0]):
             self.best = (value, table, name)
@@ -144,10 +170,10 @@ class GradientRun(Declared):
                 rows = table / table.sum(axis=-1, keepdims=True)
                 self._keep(rows.reshape(self.problem.shape), name)
         after = self.best[0] if self.best is not None else math.inf
-        moved = before - after
-        self.quiet = self.quiet + 1 if math.isfinite(after) and moved <= self.opt.gap_tol * abs(after) else 0
+        moved = (before - after) / max(abs(after), 1e-300) if math.isfinite(after) else math.inf
+        self.quiet = self.quiet + 1 if moved <= self.opt.gap_tol else 0
         status = Status.CONVERGED if self.quiet >= PATIENCE else None
-        return Chunk(self.done, math.inf, status)
+        return Chunk(self.done, moved, status)  # (shown as the gap: what the stop compares with gap_tol)
 
     def finish(self, status: Status) -> Outcome:
         if self.best is None:

@@ -169,3 +169,20 @@ def test_the_shipped_estimation_config_runs_through_the_cli_without_a_bound(runn
     assert summary["certified"] <= krr * (1 + 1e-9)
     check = runner.invoke(app, ["certify", str(out / "certificate.json")])
     assert check.exit_code == 0, check.output
+
+
+def test_the_feasible_starts_certify_and_a_callers_table_is_never_beaten_by_the_result():
+    """:func:`._gradient.starts` on categorical LDP: the expected loss's LP optimum (no more
+    expected loss than k-RR's) and k-RR calibrated (certified as it is); ``init=`` adds a start
+    and a candidate, so a second run from the first one's table ends at most at its loss."""
+    from diffpriv.solvers._gradient import starts
+
+    problem = _problem([0.55, 0.25, 0.15, 0.05], EstimationError(reports=200), eps=0.8)
+    found = dict(starts(problem))
+    assert set(found) == {"expected-loss optimum", "krr"} and dp.certify(problem, found["krr"]).ok
+    assert problem.expected_loss(found["expected-loss optimum"]) <= problem.expected_loss(found["krr"]) + 1e-9
+    first = dp.design(problem, steps=2000)
+    again = dp.design(problem, steps=2000, init=first.result)
+    assert again.certificate.ok and again.certificate.loss <= first.certificate.loss * (1 + 1e-12)
+    with pytest.raises(ValueError, match="^init: the gradient search starts from a table of shape"):
+        dp.design(problem, init=np.ones((1, 3, 3)))
