@@ -4,14 +4,24 @@ a skewed Dirichlet prior), the gradient search's certified table (``dp.design``,
 (``calibrate``), both scored by the certifier's float64 value: the estimation error of the input
 law from ``--reports`` reports, and minus the mutual information.
 
-    python benchmarks/utilities.py --k 4 8 12 20 --eps 0.5 1 2 4 --out benchmarks/results/utilities.json
+With ``--subsets``, the estimation error where the reports are the C(k, d) subsets of ``d``
+values (``d`` nearest ``k/(e^ε + 1)``, the best for subset selection): the search (from subset
+selection's table, given as ``init``, among its starts) against subset selection (Ye & Barg 2018;
+Wang et al. 2016), optimised unary encoding (Wang et al. 2017, its 2^k bit vectors as outputs) and
+k-RR, each table's MSE by the same formula.
+
+    python benchmarks/utilities.py --k 4 8 12 --eps 0.5 1 2 4 --out benchmarks/results/utilities.json
+    python benchmarks/utilities.py --subsets --k 4 6 8 --eps 0.5 1 2 \\
+        --out benchmarks/results/utilities_subsets.json
     python benchmarks/utilities.py --table benchmarks/results/utilities.json
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import subprocess
 import sys
 import time
@@ -48,7 +58,64 @@ def run(k: int, eps: float, objective, seed: int) -> dict:
             "compile_seconds": d.seconds["compile"]}
 
 
+def subset_selection(k: int, d: int, eps: float) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The d-subsets of range(k) and subset selection's table ``[k, C(k, d)]``: a subset holding
+    ``x`` ``e^ε`` times as likely as one that does not (ε-LDP exactly)."""
+    subsets = list(itertools.combinations(range(k), d))
+    table = np.array([[math.exp(eps) if x in s else 1.0 for s in subsets] for x in range(k)])
+    return subsets, table / table.sum(axis=1, keepdims=True)
+
+
+def unary(k: int, eps: float) -> np.ndarray:
+    """Optimised unary encoding's table ``[k, 2^k]``: bit ``x`` is 1 with probability 1/2, every
+    other bit with ``1/(e^ε + 1)``, independently (ε-LDP exactly)."""
+    q = 1.0 / (math.exp(eps) + 1.0)
+    bits = np.array(list(itertools.product((0, 1), repeat=k)))  # [2^k, k]
+    table = np.ones((k, bits.shape[0]))
+    for x in range(k):
+        for j in range(k):
+            p = 0.5 if j == x else q
+            table[x] *= np.where(bits[:, j] == 1, p, 1.0 - p)
+    return table
+
+
+def run_subsets(k: int, eps: float, reports: int, seed: int) -> dict:
+    d = min(k - 1, max(1, round(k / (math.exp(eps) + 1.0))))
+    subsets, ss = subset_selection(k, d, eps)
+    x = dp.Domain(tuple(f"v{i}" for i in range(k)))
+    y = dp.Domain(tuple("+".join(f"v{i}" for i in s) for s in subsets))
+    prior = np.random.default_rng(seed).dirichlet(np.full(k, 0.7))
+    loss = np.array([[0.0 if i in s else 1.0 for s in subsets] for i in range(k)])
+    p = dp.Problem(x, y, loss, prior, constraints=(dp.LocalDP(epsilon=eps),),
+                   objective=EstimationError(reports=reports))
+    start = time.perf_counter()
+    d_ = dp.design(p, init=ss[None])
+    seconds = time.perf_counter() - start
+
+    def mse(table, outputs):
+        q = dp.Problem(x, dp.Domain(tuple(f"o{j}" for j in range(outputs))), np.zeros((k, outputs)), prior,
+                       constraints=(dp.LocalDP(epsilon=eps),), objective=EstimationError(reports=reports))
+        cert = dp.certify(q, table[None])
+        return cert.loss if cert.ok else math.nan
+
+    krr = calibrate(problem(k, eps, EstimationError(reports=reports), seed), "krr")
+    return {"k": k, "d": d, "eps": eps, "objective": "estimation (subsets)", "seed": seed,
+            "certified": d_.certificate.loss, "ok": bool(d_.certificate.ok),
+            "subset_selection": mse(ss, ss.shape[1]), "oue": mse(unary(k, eps), 2 ** k),
+            "krr": krr.certificate.loss, "start": d_.result.history["start"],
+            "restarts": d_.result.history["restarts"], "seconds": seconds}
+
+
 def table(rows: list[dict]) -> str:
+    if rows and "subset_selection" in rows[0]:
+        lines = ["| k | d | ε | certified (subset outputs) | subset selection | OUE | k-RR | best start "
+                 "| seconds |",
+                 "|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+        for r in rows:
+            lines.append(f"| {r['k']} | {r['d']} | {r['eps']:g} | {r['certified']:.6g} | "
+                         f"{r['subset_selection']:.6g} | {r['oue']:.6g} | {r['krr']:.6g} | {r['start']} | "
+                         f"{r['seconds']:.1f} |")
+        return "\n".join(lines)
     lines = ["| objective | k | ε | certified | k-RR (same ε) | ratio | best start | seconds |",
              "|---|---:|---:|---:|---:|---:|---|---:|"]
     for r in rows:
@@ -63,6 +130,7 @@ def main() -> None:
     ap.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0])
     ap.add_argument("--reports", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--subsets", action="store_true", help="reports are d-subsets (module docstring)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--table", type=Path, help="print this file's rows as a Markdown table")
     args = ap.parse_args()
@@ -72,6 +140,18 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT).stdout.strip()
     rows = []
+    if args.subsets:
+        for k in args.k:
+            for eps in args.eps:
+                row = run_subsets(k, eps, args.reports, args.seed)
+                rows.append(row)
+                print(f"subsets k={k} d={row['d']} eps={eps:g}: {row['certified']:.6g}, subset selection "
+                      f"{row['subset_selection']:.6g}, OUE {row['oue']:.6g}, k-RR {row['krr']:.6g} "
+                      f"({row['start']}, {row['seconds']:.1f} s)", flush=True)
+                if args.out:
+                    args.out.write_text(json.dumps({"commit": commit, "rows": rows}, indent=1))
+        print(table(rows))
+        return
     for objective in (EstimationError(reports=args.reports), InformationLoss()):
         for k in args.k:
             for eps in args.eps:
