@@ -139,6 +139,7 @@ def test_the_search_finds_randomized_response_on_binary_inputs(objective):
     assert d.certificate.loss >= rr - 1e-9 * abs(rr)
 
 
+@pytest.mark.slow  # (two or three compiles of the vmapped search: make test-slow)
 def test_the_search_keeps_more_information_than_randomized_response_on_a_skewed_prior():
     """Four values, a skewed prior, ε = 1: no worse than k-RR at the same certified ε (a start), and
     better (binary-output mechanisms keep more information at small ε: Kairouz et al. 2014)."""
@@ -171,6 +172,7 @@ def test_the_shipped_estimation_config_runs_through_the_cli_without_a_bound(runn
     assert check.exit_code == 0, check.output
 
 
+@pytest.mark.slow  # (two or three compiles of the vmapped search: make test-slow)
 def test_the_feasible_starts_certify_and_a_callers_table_is_never_beaten_by_the_result():
     """:func:`._gradient.starts` on categorical LDP: the expected loss's LP optimum (no more
     expected loss than k-RR's) and k-RR calibrated (certified as it is); ``init=`` adds a start
