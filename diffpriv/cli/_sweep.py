@@ -218,8 +218,10 @@ def _print_frontier(frontier, what: str, title: str) -> None:
     for col in (symbol, "certified", "lower bound", "gap", *varying, *frontier.baselines, "s"):
         table.add_column(col, justify="left" if col in varying else "right")
     for r in rows:
-        gap = f"{100 * r['gap']:.2g}%" if r["lower_bound"] > 0 else f"{r['gap']:.2g}"
-        cells = [f"{r['budget']:.4g}", f"{r['certified_loss']:.6g}", f"{r['lower_bound']:.6g}", gap,
+        none = r["lower_bound"] == -math.inf  # a non-convex objective states no bound
+        bound = "none" if none else f"{r['lower_bound']:.6g}"
+        gap = "—" if none else f"{100 * r['gap']:.2g}%" if r["lower_bound"] > 0 else f"{r['gap']:.2g}"
+        cells = [f"{r['budget']:.4g}", f"{r['certified_loss']:.6g}", bound, gap,
                  *(r[k] for k in varying)]
         losses = [r[f"{b}_loss"] for b in frontier.baselines]
         cells += [f"{v:.4g}" if math.isfinite(v) else "—" for v in losses]
