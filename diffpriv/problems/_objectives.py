@@ -35,7 +35,8 @@ import numpy as np
 from diffpriv.problems._checks import SpecError, add_kind
 
 __all__ = ["OBJECTIVES", "EstimationError", "ExpectedLoss", "InformationLoss", "LargestEntry", "Objective",
-           "TransportLoss", "WorstCaseLoss", "objective_from_json", "register_objective", "require_linear"]
+           "TransportLoss", "WorstCaseLoss", "objective_from_json", "register_objective", "require_linear",
+           "require_linear_blocks"]
 
 OBJECTIVES: dict[str, type] = {}
 """Every objective by its ``kind``."""
@@ -270,7 +271,13 @@ def require_linear(problem, solver: str, *, blocks: bool = True) -> None:
     if not isinstance(problem.objective, LINEAR):
         raise SpecError(f"objective: the {solver} handles 'expected', 'worst', 'entry' and "
                         f"'transport', not {problem.objective.kind!r}")
-    for block in problem.blocks() if blocks else ():
+    if blocks:
+        require_linear_blocks(problem, solver)
+
+
+def require_linear_blocks(problem, solver: str) -> None:
+    """A one-line :class:`SpecError` unless every comparison block of ``problem`` is linear."""
+    for block in problem.blocks():
         if not block.linear:
             c = problem.constraints[block.constraint]
             raise SpecError(f"constraints[{block.constraint}]: the {solver} handles linear constraints "

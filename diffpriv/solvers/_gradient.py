@@ -140,9 +140,10 @@ class GradientRun(Declared):
         self.state = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (k, *x.shape)), base)
         self.state = self.state._replace(params=(jnp.stack(logits), *self.state.params[1:]))
         self.kind = problem.objective.kind
-        first = float(utility_value(self.kind, utility_data(problem), _tables(self.data, self.state)[0]))
+        unscaled = utility_data(problem)
+        first = float(utility_value(self.kind, unscaled, _tables(self.data, self.state)[0]))
         scale = abs(first) if math.isfinite(first) and first != 0 else 1.0
-        self.utility = utility_data(problem, scale)
+        self.utility = unscaled._replace(scale=jnp.asarray(scale))
         self.total = max(1, opt.steps // (ROUNDS * INNER)) * ROUNDS * INNER
         self.done, self.quiet = 0, 0
         self.restarts = k

@@ -589,12 +589,9 @@ def _smooth(problem, method: str) -> tuple[str, ...]:
     if method not in ("auto", "gradient"):
         raise SpecError(f"optimizer.method: {method!r} minimises linear and convex objectives; objective "
                         f"{kind!r} runs with 'auto' or 'gradient'")
-    for block in problem.blocks():
-        if not block.linear:
-            c = problem.constraints[block.constraint]
-            raise SpecError(f"constraints[{block.constraint}]: objective {kind!r} runs the gradient search, "
-                            f"which handles linear constraints (max-divergence, hockey-stick), not the "
-                            f"{block.divergence!r} divergence of {c.kind} {c.name!r}")
+    from diffpriv.problems._objectives import require_linear_blocks
+
+    require_linear_blocks(problem, "gradient search")
     return ("gradient",)
 
 
