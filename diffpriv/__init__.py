@@ -16,7 +16,8 @@ Specification (numpy): :class:`Problem`, :class:`Domain`, :class:`Item`, the con
 families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP`, :class:`DivergenceDistP`,
 :class:`DivergenceDP`, :class:`ExtendedDistP`, :class:`WassersteinDP`, :class:`WassersteinDistP`,
 the objectives :class:`ExpectedLoss`, :class:`WorstCaseLoss`, :class:`LargestEntry`,
-:class:`TransportLoss`, :class:`EstimationError` and :class:`InformationLoss` (their registries,
+:class:`TransportLoss`, :class:`EstimationError`, :class:`InformationLoss` and :class:`PythonUtility`
+(a differentiable function of the user's; their registries,
 blocks and JSON form: :mod:`diffpriv.problems`).
 Certification (numpy only, the trusted core): :func:`certify`, :func:`verify`,
 :class:`Certificate`. Solving: :func:`optimize` (JAX, loaded on first use; the configurable
@@ -32,7 +33,8 @@ from diffpriv._lazy import lazy_getattr
 # JAX, no config, solver or CLI module.
 _PROBLEMS = ("Problem", "Domain", "Item", "DistP", "LocalDP", "ExtendedDP", "DivergenceDistP",
              "DivergenceDP", "ExtendedDistP", "WassersteinDP", "WassersteinDistP", "ExpectedLoss",
-             "WorstCaseLoss", "LargestEntry", "TransportLoss", "EstimationError", "InformationLoss")
+             "WorstCaseLoss", "LargestEntry", "TransportLoss", "EstimationError", "InformationLoss",
+             "PythonUtility")
 _LAZY = {
     **{name: f"diffpriv.{name}" for name in
        ("certification", "config", "deploy", "io", "measures", "mechanisms", "problems", "solvers")},
@@ -63,7 +65,7 @@ __all__ = [
     "DistP", "LocalDP", "ExtendedDP", "DivergenceDistP", "DivergenceDP", "ExtendedDistP",
     "WassersteinDP", "WassersteinDistP",
     "ExpectedLoss", "WorstCaseLoss", "LargestEntry", "TransportLoss", "EstimationError", "InformationLoss",
-    "load_config",
+    "PythonUtility", "load_config",
     # solving and certifying
     "optimize", "design", "Design", "sweep", "Frontier", "certify", "verify", "Certificate",
     # baselines and deployment

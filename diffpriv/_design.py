@@ -52,7 +52,8 @@ class Design:
 
 def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
            progress: bool | Callable[[int, int, float], None] = False, init=None,
-           meta: dict[str, Any] | None = None, quantize: int | None = None, **options) -> Design:
+           meta: dict[str, Any] | None = None, quantize: int | None = None,
+           utility: Callable | None = None, **options) -> Design:
     """Optimizes ``problem`` and certifies the table (repairing it if needed).
 
     Args:
@@ -70,6 +71,11 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
         results are added under ``"optimizer"``).
       quantize: certify the table rounded to integer counts over ``2^quantize`` per row, the
         table :class:`diffpriv.Sampler` draws exactly (:func:`diffpriv.certification.certify`).
+      utility: a JAX-differentiable ``fn(table, arrays) -> scalar`` to minimise in place of the
+        problem's objective (:class:`diffpriv.problems.PythonUtility`: ``table`` ``[S, X, Y]``,
+        ``arrays`` the prior, loss and population law), by the gradient search; the privacy is
+        certified exactly as for any objective. A wrong signature, or a function JAX cannot
+        differentiate, is refused in one line (:class:`diffpriv.problems.SpecError`).
 
     Raises:
       InfeasibleError: the certified lower bound proves the constraints cannot all hold.
@@ -86,6 +92,10 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
     """
     if steps is not None:
         options["steps"] = steps
+    if utility is not None:
+        from diffpriv.problems._user import PythonUtility
+
+        problem = dataclasses.replace(problem, objective=PythonUtility.of(utility))
     opt = Optimizer(**options)
     budget, seconds = opt.steps, {"compile": 0.0, "solve": 0.0, "certify": 0.0}
     optimize_seconds = 0.0

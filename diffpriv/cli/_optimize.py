@@ -123,7 +123,9 @@ def optimize(
         bound = {"lower_bound": float(result.lower_bound)}
     else:  # the gradient search: no bound, the best of its starts
         starts = result.history
-        bound = {"no_bound": f"no optimality bound: non-convex objective; the best of {starts['restarts']} "
+        why = ("a user utility, not known to be convex" if problem.objective.kind == "python"
+               else "non-convex objective")
+        bound = {"no_bound": f"no optimality bound: {why}; the best of {starts['restarts']} "
                              f"starts (from {starts['start']})",
                  "restarts": int(starts["restarts"]), "best_start": starts["start"]}
     summary = _summary(

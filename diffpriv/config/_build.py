@@ -246,9 +246,12 @@ def _constraint(i: int, c, pairs: _Pairs):
     return family(name=c.name or f"{c.kind}{i}", **values)
 
 
-def _objective(o) -> str | dict[str, Any]:
-    """What :class:`~diffpriv.problems._problem.Problem` takes as its objective."""
+def _objective(o, base_dir: Path) -> str | dict[str, Any]:
+    """What :class:`~diffpriv.problems._problem.Problem` takes as its objective (a user utility's
+    file resolved against ``base_dir``)."""
     fields = {k: v for k, v in o if k != "kind"}
+    if o.kind == "python" and fields.get("file"):
+        fields["file"] = str((base_dir / fields["file"]).resolve())
     return {"kind": o.kind, **fields} if fields else o.kind
 
 
@@ -318,7 +321,7 @@ def _build(cfg, base_dir: Path) -> Problem:
         constraints=tuple(constraints),
         profiles=profiles,
         support=_support(cfg.mechanism, xs, ys),
-        objective=_objective(cfg.objective),
+        objective=_objective(cfg.objective, base_dir),
     )
 
 

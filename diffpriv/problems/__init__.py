@@ -29,6 +29,7 @@ from diffpriv.problems._objectives import (
 from diffpriv.problems._problem import Constraint, DistP, Domain, ExtendedDP, Item, LocalDP, Problem
 from diffpriv.problems._size import SizeError, admit, estimate, memory_limit, solver_plan
 from diffpriv.problems._transport_families import WassersteinDistP, WassersteinDP
+from diffpriv.problems._user import PythonUtility, UtilityArrays
 
 __all__ = [
     "DivergenceDP",
@@ -44,6 +45,8 @@ __all__ = [
     "LargestEntry",
     "TransportLoss",
     "Objective",
+    "PythonUtility",
+    "UtilityArrays",
     "WorstCaseLoss",
     "register_objective",
     "Block",

@@ -60,6 +60,10 @@ class Objective:
     def value(self, problem, table: np.ndarray) -> float:
         raise NotImplementedError
 
+    def check(self, problem) -> None:
+        """Raises a one-line :class:`SpecError` where the objective cannot serve ``problem``
+        (called as the problem is built; nothing to check for most)."""
+
     def to_json(self) -> str | dict[str, Any]:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {"kind": self.kind, **fields} if fields else self.kind

@@ -267,6 +267,7 @@ class Problem:
         )
         if self.objective.transport:
             self.objective.transport_laws(self)  # "items" needs items: one line, before any solve
+        self.objective.check(self)
 
     # -- validation -------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ from diffpriv.problems._problem import Problem
 from diffpriv.solvers._al import al_init, al_run
 from diffpriv.solvers._driver import Chunk, Declared, Outcome, Status
 from diffpriv.solvers._linear import linear_data, tighten
-from diffpriv.solvers._utilities import utility_data, utility_value
+from diffpriv.solvers._utilities import static_kind, utility_data, utility_value
 
 __all__ = ["GradientRun", "starts"]
 
@@ -139,7 +139,7 @@ class GradientRun(Declared):
         k = len(logits)
         self.state = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (k, *x.shape)), base)
         self.state = self.state._replace(params=(jnp.stack(logits), *self.state.params[1:]))
-        self.kind = problem.objective.kind
+        self.kind = static_kind(problem.objective)
         unscaled = utility_data(problem)
         first = float(utility_value(self.kind, unscaled, _tables(self.data, self.state)[0]))
         scale = abs(first) if math.isfinite(first) and first != 0 else 1.0

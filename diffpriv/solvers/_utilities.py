@@ -3,7 +3,8 @@
 
 :func:`utility_data` gathers a problem's arrays (a pytree, so that problems of one shape share a
 compiled search) and :func:`utility_value` gives the objective of the rows ``a [R, Y]`` (rows
-``(s, x)`` flattened, as :class:`._linear.LinearData` orders them) by its ``kind`` (static):
+``(s, x)`` flattened, as :class:`._linear.LinearData` orders them) by its ``kind`` (static: a
+built-in's name, or the :class:`~diffpriv.problems.PythonUtility` itself, :func:`static_kind`):
 differentiable wherever the table is positive, and finite (a tiny ridge keeps ``ĀĀᵀ`` invertible
 on the way).
 """
@@ -17,10 +18,11 @@ import jax.numpy as jnp
 
 from diffpriv.measures._utilities import population_weights
 from diffpriv.problems._problem import Problem
+from diffpriv.problems._user import UtilityArrays, scalar_value
 
-__all__ = ["KINDS", "RIDGE", "UtilityData", "utility_data", "utility_value"]
+__all__ = ["KINDS", "RIDGE", "UtilityData", "static_kind", "utility_data", "utility_value"]
 
-KINDS = ("estimation", "information")
+KINDS = ("estimation", "information", "python")
 """The objectives :func:`utility_value` computes."""
 RIDGE = 1e-12
 """The share of ``tr(ĀĀᵀ)/X`` added to ``ĀĀᵀ``'s diagonal in the search (never in the certified
@@ -34,6 +36,8 @@ class UtilityData(NamedTuple):
     weights: jax.Array  # [S, X] Ā[x] = Σ_s weights[s, x] A[s, x]
     reports: jax.Array  # [] the reports of the estimation error
     scale: jax.Array  # [] the objective is divided by it (the augmented Lagrangian's one ρ)
+    prior: jax.Array  # [S, X] (a user utility's arrays)
+    loss: jax.Array  # [X, Y]
 
 
 def utility_data(problem: Problem, scale: float = 1.0) -> UtilityData:
@@ -44,7 +48,13 @@ def utility_data(problem: Problem, scale: float = 1.0) -> UtilityData:
     lam, weights = population_weights(problem.prior)
     reports = float(getattr(problem.objective, "reports", 1))
     return UtilityData(jnp.asarray(lam), jnp.asarray(weights), jnp.asarray(reports),
-                       jnp.asarray(float(scale)))
+                       jnp.asarray(float(scale)), jnp.asarray(problem.prior), jnp.asarray(problem.loss))
+
+
+def static_kind(objective):
+    """What :func:`utility_value` takes as ``kind`` for ``objective``: a built-in's name, a user
+    utility itself (hashed by identity: each function its own compiled search)."""
+    return objective if objective.kind == "python" else objective.kind
 
 
 def _xlogx(p: jax.Array) -> jax.Array:
@@ -56,6 +66,9 @@ def _xlogx(p: jax.Array) -> jax.Array:
 def utility_value(kind: str, u: UtilityData, a: jax.Array) -> jax.Array:
     """The objective ``kind`` of the rows ``a [S·X, Y]``, divided by ``u.scale``."""
     ns, nx = u.weights.shape
+    if not isinstance(kind, str):  # a user utility (diffpriv.problems.PythonUtility)
+        table = a.reshape(ns, nx, -1)
+        return scalar_value(kind.fn(table, UtilityArrays(u.prior, u.loss, u.lam))) / u.scale
     channel = jnp.einsum("sx,sxy->xy", u.weights, a.reshape(ns, nx, -1))
     if kind == "estimation":  # (Σ_y q_y ‖B_y‖² − ‖λ‖²) / N, B = Āᵀ(ĀĀᵀ)⁻¹
         gram = channel @ channel.T
