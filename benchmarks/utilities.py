@@ -15,11 +15,19 @@ OUE are ε-LDP exactly by construction, where a float64 certificate of them read
     python benchmarks/utilities.py --subsets --k 4 6 8 --eps 0.5 1 2 \\
         --out benchmarks/results/utilities_subsets.json
     python benchmarks/utilities.py --table benchmarks/results/utilities.json
+
+With ``--grid CONFIG``, minus the mutual information on a location problem (a config: its grid,
+prior and constraints, DistP in ``configs/quickstart.toml``): the search's certified table against
+the table of least expected loss under the same constraints (``dp.design`` with the config's own
+objective, certified), both scored by the certifier's value.
+
+    python benchmarks/utilities.py --grid configs/quickstart.toml --out benchmarks/results/utilities_grid.json
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import math
@@ -54,7 +62,7 @@ def run(k: int, eps: float, objective, seed: int) -> dict:
     base = p.objective_value(krr.certificate.table)
     return {"k": k, "eps": eps, "objective": objective.kind, "seed": seed, "certified": d.certificate.loss,
             "ok": bool(d.certificate.ok), "krr": base, "ratio": d.certificate.loss / base,
-            "start": d.result.history["start"], "restarts": d.result.history["restarts"],
+            "start": d.result.starts["start"], "restarts": d.result.starts["restarts"],
             "steps": int(d.result.steps), "status": d.result.status, "seconds": seconds,
             "compile_seconds": d.seconds["compile"]}
 
@@ -103,11 +111,33 @@ def run_subsets(k: int, eps: float, reports: int, seed: int) -> dict:
     return {"k": k, "d": d, "eps": eps, "objective": "estimation (subsets)", "seed": seed,
             "certified": d_.certificate.loss, "ok": bool(d_.certificate.ok),
             "subset_selection": mse(ss), "oue": mse(unary(k, eps)),
-            "krr": krr.certificate.loss, "start": d_.result.history["start"],
-            "restarts": d_.result.history["restarts"], "seconds": seconds}
+            "krr": krr.certificate.loss, "start": d_.result.starts["start"],
+            "restarts": d_.result.starts["restarts"], "seconds": seconds}
+
+
+def run_grid(config: Path) -> dict:
+    p, opts = dp.load_config(config)
+    start = time.perf_counter()
+    d = dp.design(dataclasses.replace(p, objective=InformationLoss()), seed=opts.seed)
+    seconds = time.perf_counter() - start
+    lp = dp.design(p, **opts.kwargs())
+    score = dataclasses.replace(p, objective=InformationLoss())
+    return {"config": str(config), "shape": list(p.shape), "objective": "information (grid)",
+            "certified": d.certificate.loss, "ok": bool(d.certificate.ok and lp.certificate.ok),
+            "expected_optimum": score.objective_value(lp.certificate.table),
+            "expected_optimum_method": lp.result.method, "expected_optimum_gap": lp.gap,
+            "start": d.result.starts["start"], "restarts": d.result.starts["restarts"],
+            "steps": int(d.result.steps), "status": d.result.status, "seconds": seconds}
 
 
 def table(rows: list[dict]) -> str:
+    if rows and "expected_optimum" in rows[0]:
+        lines = ["| config | S×X×Y | −I certified (gradient) | −I of the expected-loss optimum | best start "
+                 "| seconds |", "|---|---|---:|---:|---|---:|"]
+        for r in rows:
+            lines.append(f"| {r['config']} | {'×'.join(map(str, r['shape']))} | {r['certified']:.6g} | "
+                         f"{r['expected_optimum']:.6g} | {r['start']} | {r['seconds']:.1f} |")
+        return "\n".join(lines)
     if rows and "subset_selection" in rows[0]:
         lines = ["| k | d | ε | certified (subset outputs) | subset selection | OUE | k-RR | best start "
                  "| seconds |",
@@ -132,6 +162,7 @@ def main() -> None:
     ap.add_argument("--reports", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--subsets", action="store_true", help="reports are d-subsets (module docstring)")
+    ap.add_argument("--grid", type=Path, help="a location config: mutual information against its optimum")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--table", type=Path, help="print this file's rows as a Markdown table")
     args = ap.parse_args()
@@ -141,6 +172,12 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT).stdout.strip()
     rows = []
+    if args.grid:
+        rows = [run_grid(args.grid)]
+        if args.out:
+            args.out.write_text(json.dumps({"commit": commit, "rows": rows}, indent=1))
+        print(table(rows))
+        return
     if args.subsets:
         for k in args.k:
             for eps in args.eps:

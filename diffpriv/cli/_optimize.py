@@ -122,7 +122,7 @@ def optimize(
     if problem.objective.convex:
         bound = {"lower_bound": float(result.lower_bound)}
     else:  # the gradient search: no bound, the best of its starts
-        starts = result.history
+        starts = result.starts
         why = ("a user utility, not known to be convex" if problem.objective.kind == "python"
                else "non-convex objective")
         bound = {"no_bound": f"no optimality bound: {why}; the best of {starts['restarts']} "

@@ -128,8 +128,7 @@ class OptimizeResult:
       seed: the seed used.
       status: a :class:`Status` value: ``"converged"``, ``"step limit"``, ``"infeasible"``,
         ``"diverged"`` or ``"stalled"``.
-      history: per-period traces, ``{"kkt": [...], "lower_bound": [...], "gap": [...]}`` (the
-        gradient search: ``{"start": the start whose table won, "restarts": how many ran}``).
+      history: per-period traces, ``{"kkt": [...], "lower_bound": [...], "gap": [...]}``.
       options: the optimizer's settings.
       state: the solver's final state (PDHG: logits and multipliers, before polishing, so that
         ``optimize(..., init=result)`` continues where this run stopped; the smoothed dual: its
@@ -155,6 +154,8 @@ class OptimizeResult:
         :mod:`diffpriv.solvers._exact`, ``steps`` 0, ``lower_bound`` from the solver's multipliers,
         ``max_violation`` in its own rows); ``"relaxation (highs)"`` or ``"relaxation (columns)"``
         where the table is the linear relaxation's, repaired (:mod:`diffpriv.solvers._relaxed`).
+      starts: the gradient search's starts, ``{"start": the start whose table won, "restarts": how
+        many ran}`` (it states no bound: this is what it reports instead); ``None`` for the others.
     """
 
     table: np.ndarray
@@ -174,6 +175,7 @@ class OptimizeResult:
     method: str = "pdhg"
     presolve: dict | None = None
     polish_seconds: float = 0.0
+    starts: dict | None = None
 
     @property
     def converged(self) -> bool:
@@ -196,7 +198,8 @@ class OptimizeResult:
 def make_result(problem, table: np.ndarray, bound: float, *, status: str, steps: int, start: float,
                 compiled: float, seed: int, options, violation: float = 0.0, state=None,
                 plan: str = "standard", history: dict | None = None,
-                method: str = "pdhg", polish_seconds: float = 0.0) -> OptimizeResult:
+                method: str = "pdhg", polish_seconds: float = 0.0,
+                starts: dict | None = None) -> OptimizeResult:
     """The :class:`OptimizeResult` of a run that began at ``time.perf_counter() == start`` with
     ``compile_seconds() == compiled``: ``table`` ``[S, X, Y]`` (checked finite), its objective,
     and its :func:`relative_gap` to ``bound``; ``options`` a dataclass of the settings."""
@@ -207,7 +210,8 @@ def make_result(problem, table: np.ndarray, bound: float, *, status: str, steps:
         max_violation=violation, steps=steps, seconds=time.perf_counter() - start, seed=seed,
         status=Status(status).value, history={} if history is None else history,
         options=dataclasses.asdict(options), state=state, plan=plan,
-        compile_seconds=compile_seconds() - compiled, method=method, polish_seconds=polish_seconds)
+        compile_seconds=compile_seconds() - compiled, method=method, polish_seconds=polish_seconds,
+        starts=starts)
 
 
 class Chunk(NamedTuple):
@@ -234,6 +238,7 @@ class Outcome(NamedTuple):
     plan: str = "standard"
     method: str = "pdhg"
     polish_seconds: float = 0.0
+    starts: dict | None = None
 
 
 class Declared:
@@ -380,4 +385,4 @@ def _result(problem, out: Outcome, done: int, start: float, compiled: float, see
     return make_result(problem, out.table, out.bound, status=status or out.status, steps=done, start=start,
                        compiled=compiled, seed=seed, options=options, violation=out.violation,
                        state=out.state, plan=out.plan, history=out.history, method=out.method,
-                       polish_seconds=out.polish_seconds)
+                       polish_seconds=out.polish_seconds, starts=out.starts)

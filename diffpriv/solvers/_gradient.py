@@ -180,5 +180,5 @@ class GradientRun(Declared):
         if self.best is None:
             raise FloatingPointError("optimizer: the gradient search found no table with a finite objective")
         return Outcome(self.best[1], -math.inf, status, method=self.name,
-                       history={"start": self.best[2], "restarts": self.restarts})
+                       starts={"start": self.best[2], "restarts": self.restarts})
 

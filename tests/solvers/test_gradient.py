@@ -146,7 +146,7 @@ def test_the_search_keeps_more_information_than_randomized_response_on_a_skewed_
     problem = _problem([0.55, 0.25, 0.15, 0.05], InformationLoss(), eps=1.0)
     d = dp.design(problem, steps=4000)
     rr = problem.objective_value(_rr(4, 1.0)[None])
-    assert d.certificate.ok and d.result.history["restarts"] >= 5
+    assert d.certificate.ok and d.result.starts["restarts"] >= 5
     assert d.certificate.loss < rr * (1 + 1e-3) < 0  # −I: more information than RR's
 
 
