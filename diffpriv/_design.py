@@ -114,6 +114,8 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
                 "max_violation": json_number(result.max_violation), "options": result.options}
         if result.presolve is not None:
             info["presolve"] = result.presolve
+        if result.prices is not None:
+            info["prices"] = result.prices
         start = time.perf_counter()
         phase(report, "certifying")
         cert = certify(problem, result.table, repair=True, seed=seed,

@@ -52,9 +52,12 @@ __all__ = ["Frontier", "at_budget", "budget_grid", "constraint_index", "sweep"]
 FORMAT = "diffpriv-sweep/1"
 FIELDS = ("epsilon", "delta")
 """The budgets a sweep can vary."""
-COLUMNS = ("budget", "certified_loss", "lower_bound", "gap", "status", "method", "ok", "seconds",
+COLUMNS = ("budget", "certified_loss", "lower_bound", "gap", "price", "status", "method", "ok", "seconds",
            "certificate")
 """``frontier.csv``'s columns, then ``<baseline>_loss`` and ``<baseline>_param`` per baseline."""
+OPTIONAL = ("price",)
+"""Columns a ``frontier.csv`` written before them lacks: it resumes all the same (the rows are
+rebuilt from the certificates)."""
 MAX_FRONTIER_BYTES = 2**26
 """Largest ``frontier.csv`` read back to resume, in bytes (a row takes about 200 bytes, and 40
 more per baseline)."""
@@ -69,7 +72,9 @@ class Frontier:
         (``"epsilon"`` or ``"delta"``).
       budgets: the values, in the order given.
       rows: one dict per budget, in that order, with the keys of :data:`COLUMNS` (``certificate``
-        is the file's path relative to ``out``, or ``""`` without one) and, per baseline,
+        is the file's path relative to ``out``, or ``""`` without one; ``price`` the rate at which
+        the optimum falls as the budget grows, from the multipliers where HiGHS solved the LP, NaN
+        elsewhere: :attr:`~diffpriv.solvers.OptimizeResult.prices`) and, per baseline,
         ``<name>_loss`` (its certified loss calibrated to the budget; NaN where no setting meets it)
         and ``<name>_param`` (the calibrated parameter).
       resumed: how many budgets were read back from ``out`` rather than solved.
@@ -195,7 +200,7 @@ def _resume(out: Path, spec: dict[str, Any], problems: Sequence[Problem], baseli
     columns = [*COLUMNS, *(f"{b}_{k}" for b in baselines for k in ("loss", "param"))]
     done: dict[int, dict[str, Any]] = {}
     for i, row in _finished(out / "frontier.csv", budgets, columns):
-        kept, why = _kept(out, i, row, problems[i], budgets[i], baselines)
+        kept, why = _kept(out, i, row, problems[i], budgets[i], baselines, spec)
         if kept is not None:
             done[i] = kept
         elif on_redo is not None:
@@ -227,7 +232,7 @@ def _finished(path: Path, budgets: tuple[float, ...], columns: list[str]) -> lis
             raise bad("empty (no header line)")
         names = ", ".join(_short(h) for h in header)
         for name in columns:
-            if name not in header:
+            if name not in header and name not in OPTIONAL:
                 raise bad(f"no column {name!r} (columns: {names})")
         for name in header:
             if name not in columns:
@@ -258,8 +263,17 @@ def _short(value: str, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _price(prices: Any, name: str, field: str) -> float:
+    """The price of ``name``'s ``field`` in ``prices`` (``OptimizeResult.prices``, or as a
+    certificate's meta keeps it), NaN where there is none."""
+    try:
+        return float(prices[name][field])
+    except (TypeError, KeyError, ValueError):
+        return math.nan
+
+
 def _kept(out: Path, i: int, row: dict[str, str], problem: Problem, budget: float,
-          baselines: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
+          baselines: Sequence[str], spec: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """``(row, "")``: budget ``i``'s row rebuilt from its certificate
     ``out/certificates/budget-NNN.json`` (the only file a row may name: another path, such as
     ``/etc/passwd``, is never opened) once it is read within the certifier's limits and
@@ -305,7 +319,9 @@ def _kept(out: Path, i: int, row: dict[str, str], problem: Problem, budget: floa
     except ValueError:
         seconds = math.nan
     kept: dict[str, Any] = {"budget": budget, "certified_loss": float(cert.loss),
-                            "lower_bound": bound, "gap": float(gap), "status": status,
+                            "lower_bound": bound, "gap": float(gap),
+                            "price": _price(info.get("prices"), spec["constraint"], spec["field"]),
+                            "status": status,
                             "method": info["method"], "ok": bool(cert.ok),
                             "seconds": seconds if 0 <= seconds < math.inf else math.nan,
                             "certificate": name}
@@ -354,7 +370,8 @@ def _processes() -> tuple[bool, int]:
 def _elsewhere(budget: float) -> dict[str, Any]:
     """The row, on a process other than 0, of a budget that process 0 read back from its folder."""
     return {"budget": budget, "certified_loss": math.nan, "lower_bound": math.nan, "gap": math.nan,
-            "status": "read back by process 0", "method": "", "ok": True, "seconds": math.nan,
+            "price": math.nan, "status": "read back by process 0", "method": "", "ok": True,
+            "seconds": math.nan,
             "certificate": ""}
 
 
@@ -494,6 +511,7 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
         if i in batched:
             cert, bound, status, method = _certify_batched(p, batched[i], seed, quantize,
                                                            {**(meta or {}), "sweep": point}, options)
+            price = math.nan
             start -= batched[i][2]
         else:
             resumes = previous is not None and previous.state is not None  # Clarabel's has none
@@ -505,9 +523,11 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
             previous = d.result
             cert, bound, status, method = d.certificate, float(d.result.lower_bound), d.result.status, \
                 d.result.method
+            price = _price(d.result.prices, name, field)
         gap = relative_gap(cert.loss, bound)
         row: dict[str, Any] = {"budget": b, "certified_loss": float(cert.loss), "lower_bound": bound,
-                               "gap": float(gap), "status": status, "method": method, "ok": bool(cert.ok),
+                               "gap": float(gap), "price": price, "status": status, "method": method,
+                               "ok": bool(cert.ok),
                                "seconds": 0.0, "certificate": ""}
         for base in baselines:
             row[f"{base}_loss"], row[f"{base}_param"] = _baseline(p, base)

@@ -133,6 +133,7 @@ def optimize(
         optimized=float(result.objective), **bound,
         steps=int(result.steps), stop=result.status, seed=int(result.seed), plan=result.plan,
         method=result.method, **({} if result.presolve is None else {"presolve": result.presolve}),
+        **({} if not result.prices else {"prices": result.prices}),
     )
     with _user_errors():
         write_json(out / "summary.json", summary)
@@ -219,6 +220,11 @@ def reference(
     except (ReferenceSolveError, ConvexSolveError, ImportError, ValueError) as e:
         _fail(f"reference: {e}", code=1)
     solver = {f"{name.lower()}_optimum": result.value, "status": result.status}
+    if not convex:
+        from diffpriv.solvers._price import prices
+
+        priced = prices(problem, result.table, result.multipliers, result.delta_multipliers)
+        solver.update({"prices": priced} if priced else {})
     summary = {"objective": problem.objective.text, **solver, "seconds": {name: result.seconds}}
     if out is not None:
         meta = _meta("reference", config, reference=solver)

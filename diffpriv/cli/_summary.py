@@ -108,6 +108,10 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
                  ("gap of the certified table", _gap(s["certified"], s["lower_bound"]))]
     if "no_bound" in s:
         rows.append(("lower bound", s["no_bound"]))
+    for name, price in s.get("prices", {}).items():
+        rates = ", ".join(f"{rate:.4g} per unit of {'ε' if field == 'epsilon' else 'δ'}"
+                          for field, rate in price.items())
+        rows.append((f"price of privacy, {escape(name)}", f"the optimum changes by {rates}"))
     if "repair_weight" in s:
         rows.append(("repair weight t", f"{s['repair_weight']:.3g}"))
     if "status" in s:

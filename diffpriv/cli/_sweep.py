@@ -214,14 +214,16 @@ def _print_frontier(frontier, what: str, title: str) -> None:
     symbol = {"epsilon": "ε", "delta": "δ"}[frontier.field]
     rows = frontier.rows
     varying = [k for k in ("status", "method") if len({r[k] for r in rows}) > 1]
+    priced = [f"d/d{symbol}"] if any(math.isfinite(r["price"]) for r in rows) else []
     table = Table(title=f"{title}: {what}", title_justify="left")
-    for col in (symbol, "certified", "lower bound", "gap", *varying, *frontier.baselines, "s"):
+    for col in (symbol, "certified", "lower bound", "gap", *priced, *varying, *frontier.baselines, "s"):
         table.add_column(col, justify="left" if col in varying else "right")
     for r in rows:
         none = r["lower_bound"] == -math.inf  # a non-convex objective states no bound
         bound = "none" if none else f"{r['lower_bound']:.6g}"
         gap = "—" if none else f"{100 * r['gap']:.2g}%" if r["lower_bound"] > 0 else f"{r['gap']:.2g}"
         cells = [f"{r['budget']:.4g}", f"{r['certified_loss']:.6g}", bound, gap,
+                 *([f"{r['price']:.4g}" if math.isfinite(r["price"]) else "—"] if priced else []),
                  *(r[k] for k in varying)]
         losses = [r[f"{b}_loss"] for b in frontier.baselines]
         cells += [f"{v:.4g}" if math.isfinite(v) else "—" for v in losses]

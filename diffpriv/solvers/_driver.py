@@ -156,6 +156,9 @@ class OptimizeResult:
         where the table is the linear relaxation's, repaired (:mod:`diffpriv.solvers._relaxed`).
       starts: the gradient search's starts, ``{"start": the start whose table won, "restarts": how
         many ran}`` (it states no bound: this is what it reports instead); ``None`` for the others.
+      prices: the price of privacy where HiGHS solved the LP: ``{constraint name: {"epsilon":
+        dV/dε, "delta": dV/dδ}}``, the rate at which the optimal loss falls as each budget grows,
+        from the multipliers (:mod:`diffpriv.solvers._price`); ``None`` for the other runs.
     """
 
     table: np.ndarray
@@ -176,6 +179,7 @@ class OptimizeResult:
     presolve: dict | None = None
     polish_seconds: float = 0.0
     starts: dict | None = None
+    prices: dict | None = None
 
     @property
     def converged(self) -> bool:
@@ -199,7 +203,7 @@ def make_result(problem, table: np.ndarray, bound: float, *, status: str, steps:
                 compiled: float, seed: int, options, violation: float = 0.0, state=None,
                 plan: str = "standard", history: dict | None = None,
                 method: str = "pdhg", polish_seconds: float = 0.0,
-                starts: dict | None = None) -> OptimizeResult:
+                starts: dict | None = None, prices: dict | None = None) -> OptimizeResult:
     """The :class:`OptimizeResult` of a run that began at ``time.perf_counter() == start`` with
     ``compile_seconds() == compiled``: ``table`` ``[S, X, Y]`` (checked finite), its objective,
     and its :func:`relative_gap` to ``bound``; ``options`` a dataclass of the settings."""
@@ -211,7 +215,7 @@ def make_result(problem, table: np.ndarray, bound: float, *, status: str, steps:
         status=Status(status).value, history={} if history is None else history,
         options=dataclasses.asdict(options), state=state, plan=plan,
         compile_seconds=compile_seconds() - compiled, method=method, polish_seconds=polish_seconds,
-        starts=starts)
+        starts=starts, prices=prices)
 
 
 class Chunk(NamedTuple):
@@ -239,6 +243,7 @@ class Outcome(NamedTuple):
     method: str = "pdhg"
     polish_seconds: float = 0.0
     starts: dict | None = None
+    prices: dict | None = None
 
 
 class Declared:
@@ -385,4 +390,4 @@ def _result(problem, out: Outcome, done: int, start: float, compiled: float, see
     return make_result(problem, out.table, out.bound, status=status or out.status, steps=done, start=start,
                        compiled=compiled, seed=seed, options=options, violation=out.violation,
                        state=out.state, plan=out.plan, history=out.history, method=out.method,
-                       polish_seconds=out.polish_seconds, starts=out.starts)
+                       polish_seconds=out.polish_seconds, starts=out.starts, prices=out.prices)

@@ -72,6 +72,10 @@ class ExactRun(Declared):
         return Chunk(0, relative_gap(self.problem.objective_value(ref.table), self.bound), Status.CONVERGED)
 
     def finish(self, status: Status) -> Outcome:
+        from diffpriv.solvers._price import prices
+
         basis = getattr(self.ref, "basis", None)  # a ConvexResult has none
+        priced = None if self.label != "highs" else prices(self.problem, self.ref.table, self.ref.multipliers,
+                                                           self.ref.delta_multipliers)
         return Outcome(self.ref.table, self.bound, status, self.ref.violation, state=basis, plan="exact",
-                       method=self.label)
+                       method=self.label, prices=priced)

@@ -258,7 +258,7 @@ MALFORMED = {
                                          "line 3: budget: '7.0' is not one of the sweep's budgets"),
     "a budget twice": (_edit_rows(lambda rows, out: rows.append(dict(rows[0]))),
                        "line 4: budget: '0.5' appears twice"),
-    "a short row": (_csv_text(lambda b: b + b"1.0,0.4\r\n"), "line 4: not as many fields as the header's 9"),
+    "a short row": (_csv_text(lambda b: b + b"1.0,0.4\r\n"), "line 4: not as many fields as the header's 10"),
     "an empty file": (_csv_text(lambda b: b""), "empty (no header line)"),
     "text that is not UTF-8": (_csv_text(lambda b: b"\xff" + b), "cannot read ("),
 }
