@@ -90,6 +90,16 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
       >>> d.certificate.ok, d.result.status, d.gap <= 1e-4
       (True, 'converged', True)
     """
+    from diffpriv.problems._user import running_utilities
+
+    with running_utilities():  # the caller's own problem: a utility it names is theirs to run
+        return _design(problem, seed=seed, steps=steps, progress=progress, init=init, meta=meta,
+                       quantize=quantize, utility=utility, **options)
+
+
+def _design(problem: Problem, *, seed: int, steps: int | None, progress, init, meta: dict[str, Any] | None,
+            quantize: int | None, utility: Callable | None, **options) -> Design:
+    """:func:`design`'s work."""
     if steps is not None:
         options["steps"] = steps
     if utility is not None:

@@ -464,6 +464,17 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
       >>> [round(r["krr_loss"], 6) for r in f.rows]
       [0.548137, 0.423883, 0.213014]
     """
+    from diffpriv.problems._user import running_utilities
+
+    with running_utilities():  # the caller's own problem: a utility it names is theirs to run
+        return _sweep(problem, budgets, constraint=constraint, field=field, out=out, baselines=baselines,
+                      seed=seed, quantize=quantize, meta=meta, on_point=on_point, on_redo=on_redo,
+                      batch=batch, shard=shard, log_loss=log_loss, **options)
+
+
+def _sweep(problem: Problem, budgets: Sequence[float], *, constraint, field, out, baselines, seed, quantize,
+           meta, on_point, on_redo, batch, shard, log_loss, **options) -> Frontier:
+    """:func:`sweep`'s work."""
     from diffpriv._design import design
     from diffpriv.solvers._methods import declares
 

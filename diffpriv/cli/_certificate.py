@@ -47,6 +47,10 @@ def certify(
                                  help="NAME=x (NAME.delta=x): with --config, the config's constraint "
                                       "NAME at budget x, as a sweep's certificate at x is.")
     ] = None,
+    run_utility: Annotated[
+        bool, typer.Option(help="Run the user utility (Python code) the certificate's objective names, "
+                                "to recompute its loss; without it that claim fails as not checked.")
+    ] = False,
 ) -> None:
     """Re-check every claim of a certificate from scratch; exit 0 if all hold, 1 if any fails.
 
@@ -68,12 +72,16 @@ def certify(
 
     if budget is not None and config is None:
         _fail("--budget: sets a budget of --config's problem; give --config too")
-    with deferred_triangle_checks():  # the O(n³) metric checks: verify's, after its admission
-        expected = None if config is None else _load(config)[0]
-        if budget is not None:
-            expected = _at_budget(expected, budget)
-        checked = _read_certificate(file)
-    report = _verify(file, checked, exact=exact, max_seconds=max_seconds, max_memory=limit, problem=expected)
+    from diffpriv.problems._user import running_utilities
+
+    with running_utilities(run_utility):
+        with deferred_triangle_checks():  # the O(n³) metric checks: verify's, after its admission
+            expected = None if config is None else _load(config)[0]
+            if budget is not None:
+                expected = _at_budget(expected, budget)
+            checked = _read_certificate(file)
+        report = _verify(file, checked, exact=exact, max_seconds=max_seconds, max_memory=limit,
+                         problem=expected)
     if report.mismatch is not None:
         typer.echo(f"{file}: not the certificate of {config}"
                    + ("" if budget is None else f" at {budget}") + f": {report.mismatch}"
@@ -136,6 +144,10 @@ def export(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Output file [default: next to FILE].")
     ] = None,
+    run_utility: Annotated[
+        bool, typer.Option(help="Run the user utility (Python code) the certificate's objective names, "
+                                "to recompute its loss; without it that claim fails as not checked.")
+    ] = False,
 ) -> None:
     """Write the certified table of FILE for deployment, after re-checking the certificate.
 
@@ -148,8 +160,11 @@ def export(
     name = "table-sparse" if format.endswith("-sparse") else "table"
     target = out if out is not None else file.with_name(f"{name}.{format.removesuffix('-sparse')}")
     _check_out_file(target)
+    from diffpriv.problems._user import running_utilities
+
+    with running_utilities(run_utility):
+        report = _verify(file, _read_certificate(file))
     cert = _read_certificate(file)
-    report = _verify(file, cert)
     if not report.ok:
         typer.echo(f"error: {file}: certificate does not hold; not exporting", err=True)
         for failure in report.failures:

@@ -342,7 +342,10 @@ def config_from_dict(
     except ValidationError as e:
         raise ConfigError(one_line(e, config_schema())) from None
     try:
-        problem = _build(cfg, Path(base_dir))
+        from diffpriv.problems._user import running_utilities
+
+        with running_utilities():  # the user's own config: a utility it names is theirs to run
+            problem = _build(cfg, Path(base_dir))
     except SpecError as e:
         raise ConfigError(str(e)) from None
     opt = cfg.optimizer.model_dump()

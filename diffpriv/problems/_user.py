@@ -16,10 +16,19 @@ differentiates it to a finite gradient that is not zero at both; else a one-line
 
 The certificate's privacy check is numpy's as always; the objective's value it reports is the
 function's, called in float64 at the certified table (JAX is loaded for that alone).
+
+**Code named in a file is run only where the user asked for it.** A problem read from JSON (a
+certificate, whoever wrote it) names the file but does not run it unless :func:`running_utilities`
+is on: the user's own config (:func:`diffpriv.config.config_from_dict`), :func:`diffpriv.design`,
+:func:`diffpriv.sweep`, and ``diffpriv certify --run-utility`` / ``dp.verify(..., run_utility=True)``
+turn it on. Elsewhere the utility is *not loaded*: the table, the privacy claims and every other
+command work as always, and computing the objective's value says in one line what to pass.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import importlib.util
@@ -32,7 +41,20 @@ import numpy as np
 from diffpriv.problems._checks import SpecError
 from diffpriv.problems._objectives import Objective, register_objective
 
-__all__ = ["PythonUtility", "UtilityArrays", "scalar_value", "utility_arrays"]
+__all__ = ["PythonUtility", "UtilityArrays", "running_utilities", "scalar_value", "utility_arrays"]
+
+_RUN = contextvars.ContextVar("diffpriv_run_utilities", default=False)
+_FROM_JSON = contextvars.ContextVar("diffpriv_utility_from_json", default=False)
+
+
+@contextlib.contextmanager
+def running_utilities(allowed: bool = True):
+    """Within it, a user utility read from JSON is loaded and run (module docstring)."""
+    token = _RUN.set(bool(allowed) or _RUN.get())
+    try:
+        yield
+    finally:
+        _RUN.reset(token)
 
 
 class UtilityArrays(NamedTuple):
@@ -97,9 +119,24 @@ class PythonUtility(Objective):
             if not isinstance(value, str) or not value:
                 raise SpecError(f"objective.{field}: must be a non-empty string, got {value!r}")
         if not hasattr(self, "fn"):
-            object.__setattr__(self, "fn", _load(self.file, self.function))
-        _check_signature(self.fn, self.function)
+            load = _RUN.get() or not _FROM_JSON.get()
+            object.__setattr__(self, "fn", _load(self.file, self.function) if load else None)
+        if self.fn is not None:
+            _check_signature(self.fn, self.function)
         object.__setattr__(self, "_checked", set())
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> PythonUtility:
+        token = _FROM_JSON.set(True)
+        try:
+            return super().from_json(value, where)
+        finally:
+            _FROM_JSON.reset(token)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the function is at hand (module docstring: read from JSON, it may not be)."""
+        return self.fn is not None
 
     @classmethod
     def of(cls, fn) -> PythonUtility:
@@ -126,7 +163,7 @@ class PythonUtility(Objective):
     def check(self, problem) -> None:
         """Refuses in one line a function that does not return one finite real number or that JAX
         cannot differentiate (module docstring); once per problem shape."""
-        if problem.shape in self._checked:
+        if self.fn is None or problem.shape in self._checked:
             return
         import jax
         import jax.numpy as jnp
@@ -159,6 +196,10 @@ class PythonUtility(Objective):
         self._checked.add(problem.shape)
 
     def value(self, problem, table: np.ndarray) -> float:
+        if self.fn is None:
+            raise SpecError(f"objective: a user utility, {self.function} in {self.file}, is code that "
+                            "diffpriv runs only when told to (--run-utility for certify and export; "
+                            "dp.verify(..., run_utility=True))")
         import jax
         import jax.numpy as jnp
 

@@ -122,12 +122,39 @@ def test_the_shipped_user_utility_runs_through_the_cli_and_certify_calls_it_agai
     cert = json.loads((out / "certificate.json").read_text())
     shipped = str((tmp_path / "utility.py").resolve())
     assert cert["problem"]["objective"] == {"kind": "python", "file": shipped, "function": "loss"}
-    check = runner.invoke(app, ["certify", str(out / "certificate.json")])
+    check = runner.invoke(app, ["certify", str(out / "certificate.json"), "--run-utility"])
     assert check.exit_code == 0, check.output
     changed = (configs / "utility.py").read_text().replace("WEIGHT = 10.0", "WEIGHT = 1.0")
     (tmp_path / "utility.py").write_text(changed)
-    check = runner.invoke(app, ["certify", str(out / "certificate.json")])
+    check = runner.invoke(app, ["certify", str(out / "certificate.json"), "--run-utility"])
     assert check.exit_code != 0
+
+
+def test_a_certificates_utility_file_is_not_run_unless_asked(runner, tmp_path, utility_file):
+    """A certificate names code: ``certify`` without ``--run-utility`` checks every privacy claim,
+    fails the loss claim in one line saying what to pass, and never runs the file (it would leave
+    a mark); ``export`` likewise refuses until told to run it."""
+    from diffpriv.cli import app
+
+    problem = _problem(PythonUtility(file=str(utility_file), function="loss"))
+    d = dp.design(problem, steps=1000)
+    path = tmp_path / "certificate.json"
+    d.certificate.save(path)
+    mark = tmp_path / "ran"
+    utility_file.write_text(f"open({str(mark)!r}, 'w').close()\n" + UTILITY)
+    check = runner.invoke(app, ["certify", str(path)])
+    assert check.exit_code == 1 and not mark.exists()
+    assert "FAIL objective: a user utility, loss in" in check.output and "--run-utility" in check.output
+    assert "1 claim(s) do not hold" in check.output
+    report = dp.verify(path)
+    assert not report.ok and len(report.failures) == 1 and not mark.exists()
+    table = ["export", str(path), "--format", "csv", "--out", str(tmp_path / "t.csv")]
+    refused = runner.invoke(app, table)
+    assert refused.exit_code == 1 and "--run-utility" in refused.output and not mark.exists()
+    exported = runner.invoke(app, [*table, "--run-utility"])
+    assert exported.exit_code == 0, exported.output
+    mark.unlink()
+    assert dp.verify(path, run_utility=True).ok and mark.exists()
 
 
 @pytest.mark.parametrize(("function", "message"), [
