@@ -12,6 +12,7 @@ from diffpriv._files import json_number
 from diffpriv._gap import relative_gap
 from diffpriv.certification import Certificate, certify
 from diffpriv.problems._problem import Problem
+from diffpriv.problems._user import runs_utilities
 from diffpriv.solvers._methods import declares
 from diffpriv.solvers._optimizer import Optimizer, OptimizeResult
 from diffpriv.solvers._progress import phase, progress_bar
@@ -50,6 +51,7 @@ class Design:
         return relative_gap(self.certificate.loss, self.result.lower_bound)
 
 
+@runs_utilities  # the caller's own problem: a utility it names is theirs to run
 def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
            progress: bool | Callable[[int, int, float], None] = False, init=None,
            meta: dict[str, Any] | None = None, quantize: int | None = None,
@@ -90,16 +92,6 @@ def design(problem: Problem, *, seed: int = 0, steps: int | None = None,
       >>> d.certificate.ok, d.result.status, d.gap <= 1e-4
       (True, 'converged', True)
     """
-    from diffpriv.problems._user import running_utilities
-
-    with running_utilities():  # the caller's own problem: a utility it names is theirs to run
-        return _design(problem, seed=seed, steps=steps, progress=progress, init=init, meta=meta,
-                       quantize=quantize, utility=utility, **options)
-
-
-def _design(problem: Problem, *, seed: int, steps: int | None, progress, init, meta: dict[str, Any] | None,
-            quantize: int | None, utility: Callable | None, **options) -> Design:
-    """:func:`design`'s work."""
     if steps is not None:
         options["steps"] = steps
     if utility is not None:

@@ -46,6 +46,7 @@ from diffpriv._gap import relative_gap
 from diffpriv.io._export import jsonable, write_json
 from diffpriv.problems._json import problem_hash
 from diffpriv.problems._problem import Problem
+from diffpriv.problems._user import runs_utilities
 
 __all__ = ["Frontier", "at_budget", "budget_grid", "constraint_index", "sweep"]
 
@@ -413,6 +414,7 @@ def _solve_batch(problems, index, options, seed, shard):
     return solve_budgets([problems[i] for i in index], steps=opt.steps, seed=seed, shard=shard, **rest)
 
 
+@runs_utilities  # the caller's own problem: a utility it names is theirs to run
 def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None = None,
           field: str = "epsilon", out: str | Path | None = None, baselines: Sequence[str] = (),
           seed: int = 0, quantize: int | None = None, meta: dict[str, Any] | None = None,
@@ -464,17 +466,6 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
       >>> [round(r["krr_loss"], 6) for r in f.rows]
       [0.548137, 0.423883, 0.213014]
     """
-    from diffpriv.problems._user import running_utilities
-
-    with running_utilities():  # the caller's own problem: a utility it names is theirs to run
-        return _sweep(problem, budgets, constraint=constraint, field=field, out=out, baselines=baselines,
-                      seed=seed, quantize=quantize, meta=meta, on_point=on_point, on_redo=on_redo,
-                      batch=batch, shard=shard, log_loss=log_loss, **options)
-
-
-def _sweep(problem: Problem, budgets: Sequence[float], *, constraint, field, out, baselines, seed, quantize,
-           meta, on_point, on_redo, batch, shard, log_loss, **options) -> Frontier:
-    """:func:`sweep`'s work."""
     from diffpriv._design import design
     from diffpriv.solvers._methods import declares
 

@@ -42,6 +42,7 @@ from diffpriv.problems._json import (
 )
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import admit
+from diffpriv.problems._user import runs_utilities
 
 __all__ = ["Certificate", "certify", "versions"]
 
@@ -215,6 +216,7 @@ class Certificate:
         return cls.from_dict(read_certificate(path))
 
 
+@runs_utilities  # the caller's own problem: a utility it names is theirs to run
 def certify(
     problem: Problem,
     table: np.ndarray,

@@ -20,9 +20,10 @@ function's, called in float64 at the certified table (JAX is loaded for that alo
 **Code named in a file is run only where the user asked for it.** A problem read from JSON (a
 certificate, whoever wrote it) names the file but does not run it unless :func:`running_utilities`
 is on: the user's own config (:func:`diffpriv.config.config_from_dict`), :func:`diffpriv.design`,
-:func:`diffpriv.sweep`, and ``diffpriv certify --run-utility`` / ``dp.verify(..., run_utility=True)``
-turn it on. Elsewhere the utility is *not loaded*: the table, the privacy claims and every other
-command work as always, and computing the objective's value says in one line what to pass.
+:func:`diffpriv.sweep`, :func:`diffpriv.certify` (all given the caller's own problem) and ``diffpriv
+certify --run-utility`` / ``dp.verify(..., run_utility=True)`` turn it on. Elsewhere the utility is
+*not loaded*: the table, the privacy claims and every other command work as always, and computing the
+objective's value says in one line what to pass.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -41,7 +43,8 @@ import numpy as np
 from diffpriv.problems._checks import SpecError
 from diffpriv.problems._objectives import Objective, register_objective
 
-__all__ = ["PythonUtility", "UtilityArrays", "running_utilities", "scalar_value", "utility_arrays"]
+__all__ = ["PythonUtility", "UtilityArrays", "running_utilities", "runs_utilities", "scalar_value",
+           "utility_arrays"]
 
 _RUN = contextvars.ContextVar("diffpriv_run_utilities", default=False)
 _FROM_JSON = contextvars.ContextVar("diffpriv_utility_from_json", default=False)
@@ -55,6 +58,18 @@ def running_utilities(allowed: bool = True):
         yield
     finally:
         _RUN.reset(token)
+
+
+def runs_utilities(fn):
+    """``fn`` run within :func:`running_utilities`: an entry point that takes the caller's own
+    problem (:func:`diffpriv.design`, :func:`diffpriv.sweep`, :func:`diffpriv.certify`)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with running_utilities():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 class UtilityArrays(NamedTuple):
