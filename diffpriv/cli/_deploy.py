@@ -19,13 +19,19 @@ NOTHING_AUDITED = 3
 """Exit code of ``audit`` when no claim of the certificate is one it can test (not a pass)."""
 
 
-def _sampler(file: Path, exact: bool):
+RUN_UTILITY = typer.Option(help="Run the user utility (Python code) the certificate's objective names, "
+                                "to recompute its loss; without it such a certificate does not verify.")
+
+
+def _sampler(file: Path, exact: bool, run_utility: bool):
     """The verified :class:`~diffpriv.deploy.Sampler` of FILE, or exit 1 (a claim fails) / 2."""
     from diffpriv.deploy import Sampler, SamplerError
+    from diffpriv.problems._user import running_utilities
 
-    cert = _read_certificate(file)
+    with running_utilities(run_utility):
+        cert = _read_certificate(file)
     try:
-        return Sampler(cert.data, exact=exact)
+        return Sampler(cert.data, exact=exact, run_utility=run_utility)
     except SamplerError as e:
         _fail(f"{file}: {e}", code=1 if "does not verify" in str(e) else 2)
 
@@ -37,6 +43,7 @@ def sample(
     profile: Annotated[str | None, typer.Option(help="The profile's name (if there are several).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write [default: stdout].")] = None,
     exact: Annotated[bool, typer.Option(help="Verify in exact arithmetic first.")] = False,
+    run_utility: Annotated[bool, RUN_UTILITY] = False,
 ) -> None:
     """Draw N reports of a user whose true value is INPUT, one output label per line.
 
@@ -49,7 +56,7 @@ def sample(
         _fail(f"-n: must be between 0 and {MAX_DRAWS:,}, got {n}")
     if out is not None:
         _check_out_file(out)
-    sampler = _sampler(file, exact)
+    sampler = _sampler(file, exact, run_utility)
     from diffpriv.deploy import SamplerError
 
     try:
@@ -77,6 +84,7 @@ def audit(
     samples: Annotated[int, typer.Option(help="Reports drawn per compared law.")] = 200_000,
     confidence: Annotated[float, typer.Option(help="Joint confidence of the intervals.")] = 0.999,
     seed: Annotated[int, typer.Option(help="Seed of the inputs drawn from an item's distribution.")] = 0,
+    run_utility: Annotated[bool, RUN_UTILITY] = False,
 ) -> None:
     """Estimate each pure or (ε,δ) DistP / local-DP claim of FILE from its sampler alone.
 
@@ -95,7 +103,7 @@ def audit(
         _fail(f"--samples: must be between 1 and 100,000,000, got {samples}")
     if not 0 < confidence < 1:
         _fail(f"--confidence: must be in (0, 1), got {confidence}")
-    sampler = _sampler(file, exact=False)
+    sampler = _sampler(file, exact=False, run_utility=run_utility)
     report = run_audit(sampler, samples=samples, confidence=confidence, seed=seed)
     for line in report.lines():
         typer.echo(line)

@@ -40,6 +40,9 @@ class Sampler:
       randbytes: the source of uniform random bytes (default ``os.urandom``, the CSPRNG); tests
         may pass a seeded one.
       exact: verify in exact arithmetic too (slower).
+      run_utility: run the user utility (Python code) the certificate's objective names, to
+        recompute its loss (:func:`diffpriv.certification.verify`); without it such a
+        certificate does not verify.
 
     Raises:
       SamplerError: the certificate does not verify (its first failure named), or its table is
@@ -59,7 +62,8 @@ class Sampler:
       ((1000,), True)
     """
 
-    def __init__(self, certificate, *, randbytes: Callable[[int], bytes] = os.urandom, exact: bool = False):
+    def __init__(self, certificate, *, randbytes: Callable[[int], bytes] = os.urandom, exact: bool = False,
+                 run_utility: bool = False):
         from diffpriv.certification import Certificate, dyadic_counts, verify
         from diffpriv.certification._schema import read_certificate
 
@@ -69,7 +73,7 @@ class Sampler:
             data = dict(certificate)
         else:
             data = read_certificate(certificate)  # within the format's limits
-        report = verify(data, exact=exact)
+        report = verify(data, exact=exact, run_utility=run_utility)
         if not report.ok:
             raise SamplerError(f"the certificate does not verify: {report.failures[0]}")
         bits = (data.get("quantization") or {}).get("bits")

@@ -213,8 +213,8 @@ class PythonUtility(Objective):
     def value(self, problem, table: np.ndarray) -> float:
         if self.fn is None:
             raise SpecError(f"objective: a user utility, {self.function} in {self.file}, is code that "
-                            "diffpriv runs only when told to (--run-utility for certify and export; "
-                            "dp.verify(..., run_utility=True))")
+                            "diffpriv runs only when told to (--run-utility for certify, export, sample "
+                            "and audit; dp.verify(..., run_utility=True))")
         import jax
         import jax.numpy as jnp
 

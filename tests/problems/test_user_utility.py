@@ -140,12 +140,12 @@ def test_the_shipped_user_utility_runs_through_the_cli_and_certify_calls_it_agai
 def test_a_certificates_utility_file_is_not_run_unless_asked(runner, tmp_path, utility_file):
     """A certificate names code: ``certify`` without ``--run-utility`` checks every privacy claim,
     fails the loss claim in one line saying what to pass, and never runs the file (it would leave
-    a mark); ``export`` likewise refuses until told to run it."""
+    a mark); ``export`` and ``sample`` likewise refuse until told to run it."""
     from diffpriv.cli import app
 
     problem = _problem(PythonUtility(file=str(utility_file), function="loss"))
     path = tmp_path / "certificate.json"
-    dp.certify(problem, _rr_table(4, 0.99)).save(path)  # (any table: what matters is the file it names)
+    dp.certify(problem, _rr_table(4, 0.99), quantize=53).save(path)  # (any table: what matters is its file)
     mark = tmp_path / "ran"
     utility_file.write_text(f"open({str(mark)!r}, 'w').close()\n" + UTILITY)
     check = runner.invoke(app, ["certify", str(path)])
@@ -159,6 +159,12 @@ def test_a_certificates_utility_file_is_not_run_unless_asked(runner, tmp_path, u
     assert refused.exit_code == 1 and "--run-utility" in refused.output and not mark.exists()
     exported = runner.invoke(app, [*table, "--run-utility"])
     assert exported.exit_code == 0, exported.output
+    mark.unlink()
+    draw = ["sample", str(path), "--input", "v0", "-n", "3"]
+    refused = runner.invoke(app, draw)
+    assert refused.exit_code == 1 and "--run-utility" in refused.output and not mark.exists()
+    drawn = runner.invoke(app, [*draw, "--run-utility"])
+    assert drawn.exit_code == 0, drawn.output
     mark.unlink()
     assert dp.verify(path, run_utility=True).ok and mark.exists()
 
