@@ -16,7 +16,8 @@ Specification (numpy): :class:`Problem`, :class:`Domain`, :class:`Item`, the con
 families :class:`DistP`, :class:`LocalDP`, :class:`ExtendedDP`, :class:`DivergenceDistP`,
 :class:`DivergenceDP`, :class:`ExtendedDistP`, :class:`WassersteinDP`, :class:`WassersteinDistP`,
 the objectives :class:`ExpectedLoss`, :class:`WorstCaseLoss`, :class:`LargestEntry`,
-:class:`TransportLoss`, :class:`EstimationError`, :class:`InformationLoss` and :class:`PythonUtility`
+:class:`TransportLoss`, :class:`EstimationError`, :class:`InformationLoss`, :class:`SinkhornLoss` and
+:class:`PythonUtility`
 (a differentiable function of the user's; their registries,
 blocks and JSON form: :mod:`diffpriv.problems`).
 Certification (numpy only, the trusted core): :func:`certify`, :func:`verify`,
@@ -34,7 +35,7 @@ from diffpriv._lazy import lazy_getattr
 _PROBLEMS = ("Problem", "Domain", "Item", "DistP", "LocalDP", "ExtendedDP", "DivergenceDistP",
              "DivergenceDP", "ExtendedDistP", "WassersteinDP", "WassersteinDistP", "ExpectedLoss",
              "WorstCaseLoss", "LargestEntry", "TransportLoss", "EstimationError", "InformationLoss",
-             "PythonUtility")
+             "SinkhornLoss", "PythonUtility")
 _LAZY = {
     **{name: f"diffpriv.{name}" for name in
        ("certification", "config", "deploy", "io", "measures", "mechanisms", "problems", "solvers")},

@@ -119,12 +119,13 @@ def optimize(
         _fail("interrupted before the optimizer had a table to certify; nothing written", code=130)
     result, cert = d.result, d.certificate
     _save(cert, out / "certificate.json")
-    if problem.objective.convex:
+    if not problem.objective.smooth or result.starts is None:  # (simplicial decomposition: a bound)
         bound = {"lower_bound": float(result.lower_bound)}
     else:  # the gradient search: no bound, the best of its starts
         starts = result.starts
-        why = ("a user utility, not known to be convex" if problem.objective.kind == "python"
-               else "non-convex objective")
+        why = {"python": "a user utility, not known to be convex",
+               "sinkhorn": "the gradient search states none"}.get(problem.objective.kind,
+                                                                  "non-convex objective")
         bound = {"no_bound": f"no optimality bound: {why}; the best of {starts['restarts']} "
                              f"starts (from {starts['start']})",
                  "restarts": int(starts["restarts"]), "best_start": starts["start"]}
@@ -134,6 +135,8 @@ def optimize(
         steps=int(result.steps), stop=result.status, seed=int(result.seed), plan=result.plan,
         method=result.method, **({} if result.presolve is None else {"presolve": result.presolve}),
         **({} if not result.prices else {"prices": result.prices}),
+        **({"exact_transport": problem.objective.exact(problem, cert.table)}
+           if problem.objective.kind == "sinkhorn" else {}),
     )
     with _user_errors():
         write_json(out / "summary.json", summary)

@@ -41,6 +41,7 @@ _METHOD_TEXT = {
     "mirror": "mirror: mirror-prox on the Lagrangian",
     "interior point": "interior point: primal-dual, over the output columns (banded Newton systems)",
     "gradient": "gradient: augmented Lagrangian, L-BFGS on softmax logits, several starts",
+    "simplicial": "simplicial decomposition: LP vertices (HiGHS), a Sinkhorn master over their weights",
     "highs": "highs: the exact LP (HiGHS)",
     "clarabel": "clarabel: the exact conic program (cvxpy, Clarabel)",
     "relaxation (highs)": "relaxation (highs): the linear constraints alone (HiGHS), repaired",
@@ -100,6 +101,8 @@ def _print_summary(s: dict[str, Any], title: str) -> None:
         rows.append((f"{what}, convex optimum", f"{s['convex_optimum']:.6g}"))
     if "certified" in s:
         rows.append((f"{what}, certified table", f"{s['certified']:.6g}"))
+    if "exact_transport" in s:
+        rows.append(("exact transport cost, certified table", f"{s['exact_transport']:.6g}"))
     if "loss_under_estimate" in s:
         rows.append((f"{what} the mechanism expects (under its estimate λ̂)",
                      f"{s['loss_under_estimate']:.6g}"))

@@ -1,6 +1,7 @@
 """What an analyst keeps of the reports, in numpy float64: the mean squared error of the
-least-squares estimate of the population's input law, and the mutual information between the true
-values and the reports. The certifier's numbers for the non-linear objectives
+least-squares estimate of the population's input law, the mutual information between the true
+values and the reports, and the entropic transport cost between an input law and its output law.
+The certifier's numbers for the non-linear objectives
 (:mod:`diffpriv.problems._objectives`); the gradient search's JAX versions are
 :mod:`diffpriv.solvers._utilities`.
 
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["estimation_mse", "mutual_information", "population_channel", "population_weights"]
+__all__ = ["SINKHORN_ITERATIONS", "SINKHORN_TOLERANCE", "entropic_transport", "estimation_mse",
+           "mutual_information", "population_channel", "population_weights"]
 
 
 def population_weights(prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,3 +61,35 @@ def mutual_information(prior: np.ndarray, table: np.ndarray) -> float:
     positive = joint > 0
     ratio = np.where(positive, joint / np.where(positive, outer, 1.0), 1.0)
     return float(max(np.sum(joint * np.log(ratio)), 0.0))
+
+
+SINKHORN_TOLERANCE, SINKHORN_ITERATIONS = 1e-11, 100_000
+"""The largest marginal error (summed over either side) the value's Sinkhorn plan may keep, and the
+iterations it may take to get there."""
+
+
+def entropic_transport(a: np.ndarray, b: np.ndarray, cost: np.ndarray, epsilon: float) -> float:
+    """``S_ε(a, b) = min_{γ ∈ Π(a, b)} Σ γ[x,y] cost[x,y] + ε·KL(γ ‖ a⊗b)`` of two laws (each
+    summing to 1): the plan of POT's log-domain Sinkhorn (Cuturi 2013; Schmitzer 2019) on the
+    laws' supports, to :data:`SINKHORN_TOLERANCE`, and the objective at that plan,
+    ``⟨γ, cost⟩ + ε·(Σ γ ln γ − Σ a ln a − Σ b ln b)``. A ``FloatingPointError`` where Sinkhorn
+    does not get there in :data:`SINKHORN_ITERATIONS`."""
+    import warnings
+
+    from diffpriv.measures._pot import pot
+
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    rows, cols = np.flatnonzero(a > 0), np.flatnonzero(b > 0)
+    a, b = a[rows], b[cols]
+    c = np.asarray(cost, np.float64)[np.ix_(rows, cols)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (convergence is checked below)
+        plan = pot().sinkhorn(a, b, c, epsilon, method="sinkhorn_log", numItermax=SINKHORN_ITERATIONS,
+                              stopThr=SINKHORN_TOLERANCE / 10)
+    if not np.all(np.isfinite(plan)) or np.abs(plan.sum(axis=0) - b).sum() > SINKHORN_TOLERANCE \
+            or np.abs(plan.sum(axis=1) - a).sum() > SINKHORN_TOLERANCE:
+        raise FloatingPointError(f"entropic transport: Sinkhorn did not converge at ε = {epsilon:g} "
+                                 "(a larger objective.epsilon converges faster)")
+    positive = plan > 0
+    entropy = np.sum(plan[positive] * np.log(plan[positive])) - np.sum(a * np.log(a)) - np.sum(b * np.log(b))
+    return float(np.sum(plan * c) + epsilon * entropy)

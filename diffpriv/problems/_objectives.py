@@ -16,9 +16,9 @@ An objective is a frozen dataclass with a ``kind`` tag, registered in :data:`OBJ
   the solvers add a conditional transport plan (one more row-stochastic ``[X, Y]`` table) and
   one marginal constraint, which keeps the problem linear;
 * ``smooth`` — True for the differentiable objectives no linear or conic solver takes
-  (:class:`EstimationError`, :class:`InformationLoss`): only the gradient search runs them, and
-  ``convex`` says whether a lower bound on their optimum can be stated (neither is convex in
-  the table: none is).
+  (:class:`EstimationError`, :class:`InformationLoss`, :class:`SinkhornLoss`): only the gradient
+  search runs them, and it states no lower bound on their optimum; ``convex`` says whether the
+  objective is convex in the table (the entropic transport cost is; the other two are not).
 
 A solver that cannot handle an objective says so up front with a one-line
 :class:`~diffpriv.problems.SpecError`. numpy only.
@@ -27,6 +27,7 @@ A solver that cannot handle an objective says so up front with a one-line
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
@@ -35,8 +36,8 @@ import numpy as np
 from diffpriv.problems._checks import SpecError, add_kind
 
 __all__ = ["OBJECTIVES", "EstimationError", "ExpectedLoss", "InformationLoss", "LargestEntry", "Objective",
-           "TransportLoss", "WorstCaseLoss", "objective_from_json", "register_objective", "require_linear",
-           "require_linear_blocks"]
+           "SinkhornLoss", "TransportLoss", "WorstCaseLoss", "objective_from_json", "register_objective",
+           "require_linear", "require_linear_blocks"]
 
 OBJECTIVES: dict[str, type] = {}
 """Every objective by its ``kind``."""
@@ -252,6 +253,87 @@ class InformationLoss(Objective):
         from diffpriv.measures._utilities import mutual_information
 
         return -mutual_information(problem.prior, table)
+
+
+SINKHORN_SCALE = 0.05
+"""A :class:`SinkhornLoss` without ``epsilon`` regularises by this share of the loss's mean entry
+(ott-jax's own default scale for a cost matrix)."""
+
+
+@register_objective
+@dataclasses.dataclass(frozen=True)
+class SinkhornLoss(Objective):
+    """The entropic transport cost between each input law and its output law,
+
+        ``T_ε(A) = Σ_k c_k · S_ε(λ_k, A#λ_k)``,
+        ``S_ε(λ, ν) = min_{γ ∈ Π(λ, ν)} Σ γ[x,y] L[x,y] + ε·KL(γ ‖ λ⊗ν)``,
+
+    the laws ``λ_k`` and weights ``c_k`` as :class:`TransportLoss` takes them (``laws``: here
+    ``"profiles"`` unless told, each profile's own law; ``"items"``; ``"prior"``). Cuturi's (2013)
+    entropic regularisation of the transport loss: smooth in the table and convex (``S_ε`` is
+    jointly convex in its two laws, and ``A#λ`` is linear in ``A``), at least the transport cost
+    and at most it plus ``ε·ln min(X, Y)`` (the transport plan's mutual information). Simplicial
+    decomposition (:mod:`diffpriv.solvers._simplicial`) and the gradient search run it, by ott-jax's
+    Sinkhorn on the loss as a cost matrix (ott's grid geometry needs a cost that adds up over the
+    axes, which the Euclidean distance does not).
+    ``epsilon`` is in the loss's units; unset, :data:`SINKHORN_SCALE` of the loss's mean entry.
+    The value here is computed in float64 numpy by POT's log-domain Sinkhorn
+    (:func:`diffpriv.measures._utilities.entropic_transport`), and a summary also gives the
+    certified table's exact transport cost (:meth:`exact`)."""
+
+    kind: ClassVar[str] = "sinkhorn"
+    text: ClassVar[str] = "entropic transport loss"
+    epigraph: ClassVar[str] = ""
+    smooth: ClassVar[bool] = True
+    laws: Literal["prior", "profiles", "items"] = "profiles"
+    epsilon: float | None = None
+
+    def __post_init__(self):
+        if self.laws not in TRANSPORT_LAWS:
+            raise SpecError(f"objective.laws: must be {', '.join(map(repr, TRANSPORT_LAWS))}, "
+                            f"got {self.laws!r}")
+        e = self.epsilon
+        if e is not None and (isinstance(e, bool) or not isinstance(e, int | float) or not math.isfinite(e)
+                              or e <= 0):
+            raise SpecError(f"objective.epsilon: must be a positive number (the entropic "
+                            f"regularisation, in the loss's units), got {e!r}")
+
+    def to_json(self) -> str | dict[str, Any]:
+        return {"kind": self.kind, "laws": self.laws,
+                **({} if self.epsilon is None else {"epsilon": float(self.epsilon)})}
+
+    def check(self, problem) -> None:
+        self.transport_laws(problem)  # 'items' without items: one line
+        if not np.all(np.isfinite(problem.loss)):
+            raise SpecError("objective: the entropic transport cost needs a finite loss everywhere")
+
+    def regularisation(self, problem) -> float:
+        """``ε`` in the loss's units (``epsilon``, or :data:`SINKHORN_SCALE` of the mean loss)."""
+        if self.epsilon is not None:
+            return float(self.epsilon)
+        mean = float(np.mean(problem.loss))
+        return SINKHORN_SCALE * mean if mean > 0 else 1.0
+
+    def transport_laws(self, problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`TransportLoss.transport_laws` of the same ``laws``."""
+        return TransportLoss(self.laws).transport_laws(problem)
+
+    def output_laws(self, problem, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(inputs [K, X], outputs [K, Y], shares [K])``: each law and its image through ``table``."""
+        rows, inputs, shares = self.transport_laws(problem)
+        return inputs, np.einsum("ksx,sxy->ky", rows, np.asarray(table, np.float64)), shares
+
+    def value(self, problem, table: np.ndarray) -> float:
+        from diffpriv.measures._utilities import entropic_transport
+
+        eps = self.regularisation(problem)
+        inputs, outputs, shares = self.output_laws(problem, table)
+        return float(sum(c * entropic_transport(a / a.sum(), b / b.sum(), problem.loss, eps)
+                         for a, b, c in zip(inputs, outputs, shares, strict=True)))
+
+    def exact(self, problem, table: np.ndarray) -> float:
+        """The exact transport cost of ``table`` under the same laws (:class:`TransportLoss`)."""
+        return TransportLoss(self.laws).value(problem, table)
 
 
 def objective_from_json(value: Any, where: str = "objective") -> Objective:

@@ -41,7 +41,9 @@ from diffpriv.solvers._utilities import static_kind, utility_data, utility_value
 __all__ = ["GradientRun", "starts"]
 
 RANDOM = 4
-"""Random starts (logits ``N(0, 1)``) beside the baselines' and the loss-shaped one."""
+"""Random starts (logits ``N(0, 1)``) beside the baselines' and the loss-shaped one; none where the
+objective is convex (the entropic transport cost: every start leads to the same optimum, and each
+one more costs a Sinkhorn solve per evaluation)."""
 INNER, ROUNDS = 100, 10
 """L-BFGS steps per augmented-Lagrangian round, rounds per compiled chunk (:mod:`._nonlinear`'s)."""
 RHO, GROWTH, RHO_MAX = 10.0, 1.5, 1e4
@@ -133,7 +135,7 @@ class GradientRun(Declared):
         for name, table in named:
             logits.append(jnp.maximum(jnp.log(jnp.asarray(table.reshape(ns * nx, ny))), FLOOR))
             self.names.append(name)
-        for k in range(RANDOM):
+        for k in range(0 if problem.objective.convex else RANDOM):
             logits.append(jax.random.normal(jax.random.fold_in(key, k + 1), base.params[0].shape))
             self.names.append(f"random {k + 1}")
         k = len(logits)

@@ -114,6 +114,7 @@ SOLVERS = {
     "relaxed": "diffpriv.solvers._relaxed:RelaxedRun",
     "interior": "diffpriv.solvers._interior:InteriorRun",
     "gradient": "diffpriv.solvers._gradient:GradientRun",
+    "simplicial": "diffpriv.solvers._simplicial:SimplicialRun",
 }
 """Every solver: its :class:`._driver.Run` (``module:class``, imported on use, so that this table
 loads no JAX). A new solver is its run class, a line here, and its row (or place in a row) of
@@ -543,7 +544,8 @@ def auto_table() -> str:
     return "\n".join(lines)
 
 
-METHODS["auto"] = ("the gradient search alone for the smooth objectives ('estimation', 'information'); "
+METHODS["auto"] = ("the gradient search alone for the smooth objectives ('estimation', 'information', a "
+                   "user's utility), simplicial decomposition for the entropic transport cost ('sinkhorn'); "
                    "otherwise the linear relaxation first where divergence or Wasserstein constraints sit "
                    "beside linear ones and it is cheap; then the first of these that holds: "
                    + "; ".join(r.case for r in AUTO) + " ('own': mirror-prox or the first-order solver; "
@@ -592,7 +594,7 @@ def _smooth(problem, method: str) -> tuple[str, ...]:
     from diffpriv.problems._objectives import require_linear_blocks
 
     require_linear_blocks(problem, "gradient search")
-    return ("gradient",)
+    return ("simplicial",) if kind == "sinkhorn" and method == "auto" else ("gradient",)
 
 
 def _route(problem, method: str, *, gap_tol: float, warm: bool) -> tuple[str, ...]:

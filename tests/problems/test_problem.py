@@ -47,7 +47,8 @@ RULES = [
     ("profiles duplicate", dict(profiles=("p", "p")), "profiles: duplicate label 'p'"),
     ("profiles a string", dict(profiles="ab"), "profiles: expected a sequence of labels"),
     ("objective", dict(objective="median"),
-     "objective: must be 'expected', 'worst', 'entry', 'transport', 'estimation', 'information' or 'python'"),
+     "objective: must be 'expected', 'worst', 'entry', 'transport', 'estimation', 'information', "
+     "'sinkhorn' or 'python'"),
     ("item duplicate name", dict(items=(item("i"), item("i"))), "items[1].name: duplicate item name"),
     ("item name not a string", dict(items=(item(3), item("j"))), "items[0].name: expected a string"),
     ("item profile out of range", dict(items=(item(profile=1), item("j"))),
@@ -256,7 +257,8 @@ MALFORMED = [
     ("metric overflows", _set(["input_metric"], [[0, 10**400, 0]] * 3), "input_metric: expected an array"),
     ("support ragged", _set(["support", 0, 1], [1]), "support: expected a boolean array"),
     ("objective unknown", _set(["objective"], ["worst"]),
-     "objective: must be 'expected', 'worst', 'entry', 'transport', 'estimation', 'information' or 'python'"),
+     "objective: must be 'expected', 'worst', 'entry', 'transport', 'estimation', 'information', "
+     "'sinkhorn' or 'python'"),
 ]
 
 

@@ -510,8 +510,8 @@ def test_config_accepts_the_table_form(tmp_path, laws):
     ('{ kind = "transport", law = "items" }', "objective.law: transport takes no law (did you mean 'laws'?)"),
     ('{ laws = "items" }', "objective.kind: required key is missing"),
     ('{ kind = "median" }',
-     "objective.kind: must be 'expected', 'worst', 'entry', 'transport', 'estimation', 'information' or "
-     "'python', got 'median'"),
+     "objective.kind: must be 'expected', 'worst', 'entry', 'transport', 'estimation', 'information', "
+     "'sinkhorn' or 'python', got 'median'"),
     ('{ kind = "expected", laws = "items" }',
      "objective.laws: expected takes no laws"),
     ("3", "objective: expected a string or a table, got 3"),

@@ -15,6 +15,7 @@ from diffpriv.solvers import _methods, _optimizer
 
 GAP_TOL = 1e-3
 FIRST_ORDER = {"pdhg", "linear al", "transport pdhg", "dual", "mirror", "al"}
+SLOW = {("gradient", "distp-sinkhorn")}  # (Sinkhorn inside every evaluation of the search: 95 s)
 
 
 def _grid(n: int = 3, seed: int = 0) -> dp.Problem:
@@ -50,17 +51,41 @@ def problems() -> dict[str, dp.Problem]:
         "wdp": dp.Problem(line, line, line.distances(line), np.full(4, 0.25),
                           constraints=(dp.WassersteinDP(epsilon=1.0, order=1.0),)),
         "rr-information": dataclasses.replace(k_rr_problem(2, 1.0), objective=dp.InformationLoss()),
+        "distp-sinkhorn": dataclasses.replace(g, constraints=(dp.DistP(pairs=((0, 1),), epsilon=0.5),),
+                                              objective=dp.SinkhornLoss(laws="items", epsilon=0.5),
+                                              **with_items),
     }
 
 
 PROBLEMS = problems()
 CASES = [pytest.param(name, kind, id=f"{name}-{kind}",
-                      marks=[pytest.mark.slow] if name in FIRST_ORDER else [])
+                      marks=[pytest.mark.slow] if name in FIRST_ORDER or (name, kind) in SLOW else [])
          for name in _methods.SOLVERS for kind, p in PROBLEMS.items()
          if _methods.solver_class(name).accepts(p)]
 
 
+def _entropic_optimum(p: dp.Problem) -> float:
+    """The entropic transport objective's optimum under DistP between two item laws of one profile,
+    by cvxpy's exponential cone (``rel_entr(γ, λ⊗ν)`` is jointly convex, ``ν = λᵀA`` affine)."""
+    import cvxpy as cp
+
+    (_, nx, ny), eps = p.shape, p.objective.epsilon
+    table = cp.Variable((nx, ny), nonneg=True)
+    (a, b), growth = (item.dist / item.dist.sum() for item in p.items), np.exp(p.constraints[0].epsilon)
+    rows = [cp.sum(table, axis=1) == 1, a @ table <= growth * (b @ table), b @ table <= growth * (a @ table)]
+    cost = 0
+    for law in (a, b):
+        plan = cp.Variable((nx, ny), nonneg=True)
+        outputs = law @ table
+        rows += [cp.sum(plan, axis=1) == law, cp.sum(plan, axis=0) == outputs]
+        outer = cp.reshape(law, (nx, 1), order="C") @ cp.reshape(outputs, (1, ny), order="C")
+        cost += 0.5 * (cp.sum(cp.multiply(plan, p.loss)) + eps * cp.sum(cp.rel_entr(plan, outer)))
+    return cp.Problem(cp.Minimize(cost), rows).solve(solver=cp.CLARABEL)
+
+
 def _optimum(p: dp.Problem) -> float:
+    if p.objective.kind == "sinkhorn":
+        return _entropic_optimum(p)
     if p.objective.smooth:  # binary inputs: randomized response is optimal (Kairouz, Oh & Viswanath 2014)
         eps = float(p.constraints[0].epsilon)
         rr = np.array([[np.exp(eps), 1.0], [1.0, np.exp(eps)]]) / (np.exp(eps) + 1.0)
