@@ -16,9 +16,10 @@ An objective is a frozen dataclass with a ``kind`` tag, registered in :data:`OBJ
   the solvers add a conditional transport plan (one more row-stochastic ``[X, Y]`` table) and
   one marginal constraint, which keeps the problem linear;
 * ``smooth`` — True for the differentiable objectives no linear or conic solver takes
-  (:class:`EstimationError`, :class:`InformationLoss`, :class:`SinkhornLoss`): only the gradient
-  search runs them, and it states no lower bound on their optimum; ``convex`` says whether the
-  objective is convex in the table (the entropic transport cost is; the other two are not).
+  (:class:`EstimationError`, :class:`InformationLoss`, :class:`SinkhornLoss`): the gradient search
+  runs them and states no lower bound on their optimum; ``convex`` says whether the objective is
+  convex in the table (the entropic transport cost is, and simplicial decomposition runs it with a
+  bound; the other two are not).
 
 A solver that cannot handle an objective says so up front with a one-line
 :class:`~diffpriv.problems.SpecError`. numpy only.
