@@ -63,3 +63,11 @@ def worst_violation(problem: Problem, table: np.ndarray) -> float:
         hockey = np.maximum(excess, 0.0).sum(axis=1) - c.delta
         worst = max(worst, float(hockey[~pure].max(initial=0.0)))
     return worst
+
+
+def central_difference(f, table: np.ndarray, index: tuple, h: float = 1e-6) -> float:
+    """``(f(table + h·e_index) − f(table − h·e_index)) / 2h``: a gradient entry to compare with."""
+    up, down = table.copy(), table.copy()
+    up[index] += h
+    down[index] -= h
+    return (f(up) - f(down)) / (2 * h)

@@ -5,6 +5,7 @@ certified, and written as ``certificate.json`` and ``summary.json``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -119,7 +120,7 @@ def optimize(
         _fail("interrupted before the optimizer had a table to certify; nothing written", code=130)
     result, cert = d.result, d.certificate
     _save(cert, out / "certificate.json")
-    if not problem.objective.smooth or result.starts is None:  # (simplicial decomposition: a bound)
+    if not problem.objective.smooth or math.isfinite(result.lower_bound):  # (simplicial: a bound)
         bound = {"lower_bound": float(result.lower_bound)}
     else:  # the gradient search: no bound, the best of its starts
         starts = result.starts

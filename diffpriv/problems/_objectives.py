@@ -133,6 +133,12 @@ TRANSPORT_LAWS = ("prior", "profiles", "items")
 """The input laws a :class:`TransportLoss` keeps."""
 
 
+def _check_laws(laws) -> None:
+    """A one-line :class:`SpecError` unless ``laws`` is one of :data:`TRANSPORT_LAWS`."""
+    if laws not in TRANSPORT_LAWS:
+        raise SpecError(f"objective.laws: must be {', '.join(map(repr, TRANSPORT_LAWS))}, got {laws!r}")
+
+
 @register_objective
 @dataclasses.dataclass(frozen=True)
 class TransportLoss(Objective):
@@ -167,9 +173,7 @@ class TransportLoss(Objective):
     laws: Literal["prior", "profiles", "items"] = "prior"
 
     def __post_init__(self):
-        if self.laws not in TRANSPORT_LAWS:
-            raise SpecError(f"objective.laws: must be {', '.join(map(repr, TRANSPORT_LAWS))}, "
-                            f"got {self.laws!r}")
+        _check_laws(self.laws)
 
     def to_json(self) -> str | dict[str, Any]:
         return self.kind if self.laws == "prior" else {"kind": self.kind, "laws": self.laws}
@@ -290,9 +294,7 @@ class SinkhornLoss(Objective):
     epsilon: float | None = None
 
     def __post_init__(self):
-        if self.laws not in TRANSPORT_LAWS:
-            raise SpecError(f"objective.laws: must be {', '.join(map(repr, TRANSPORT_LAWS))}, "
-                            f"got {self.laws!r}")
+        _check_laws(self.laws)
         e = self.epsilon
         if e is not None and (isinstance(e, bool) or not isinstance(e, int | float) or not math.isfinite(e)
                               or e <= 0):

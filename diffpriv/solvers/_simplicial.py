@@ -105,7 +105,7 @@ class SimplicialRun(Declared):
         self.mask = problem.support_mask()
         self.entries = int(self.mask.sum())
         self.vertices: list[np.ndarray] = []  # each vertex's table entries (the support's, in order)
-        self.images: list[np.ndarray] = []  # each vertex's output laws [K, Y]
+        self.images = np.zeros((0, *self.utility.inputs.shape[:1], problem.shape[-1]))  # [m, K, Y]
         self._vertex(self.lp.c)  # the expected loss's LP optimum: the first vertex
         self.weights = np.ones(1)
         self.bound, self.value, self.done = -math.inf, math.inf, 0
@@ -128,7 +128,7 @@ class SimplicialRun(Declared):
         table[self.mask] = x
         table /= table.sum(axis=-1, keepdims=True)
         self.vertices.append(table[self.mask])
-        self.images.append(np.einsum("ksx,sxy->ky", self.laws, table))
+        self.images = np.concatenate([self.images, np.einsum("ksx,sxy->ky", self.laws, table)[None]])
         duals = np.asarray(sol.row_dual)
         return _lp._dual_bound(self.lp._replace(c=np.asarray(cost, np.float64)),
                                duals[: self.m_ub] if self.lp.a_ub is not None else None, duals[self.m_ub:])
@@ -136,7 +136,7 @@ class SimplicialRun(Declared):
     def _evaluate(self, weights: np.ndarray, threshold: float = MASTER_THRESHOLD
                   ) -> tuple[float, np.ndarray, np.ndarray]:
         """``(T, ∂T/∂w [m], potentials [K, Y])`` at the mixture of the vertices with ``weights``."""
-        images = np.stack(self.images)  # [m, K, Y]
+        images = self.images
         outputs = np.einsum("m,mky->ky", weights, images)
         values, potentials, self.start = _terms(self.utility, jnp.asarray(outputs), self.start, threshold)
         values, potentials = np.asarray(values), np.asarray(potentials)
@@ -165,7 +165,7 @@ class SimplicialRun(Declared):
         keep = w > KEEP
         self.weights = w[keep] / w[keep].sum()
         self.vertices = [v for v, k in zip(self.vertices, keep, strict=True) if k]
-        self.images = [v for v, k in zip(self.images, keep, strict=True) if k]
+        self.images = self.images[keep]
 
     def chunk(self) -> Chunk:
         self._master()
@@ -174,7 +174,7 @@ class SimplicialRun(Declared):
         cost = np.zeros(self.lp.c.size)
         cost[: self.entries] = gradient[self.mask]
         inner = float(np.einsum("k,ky,ky->", self.shares, potentials,
-                                np.einsum("m,mky->ky", self.weights, np.stack(self.images))))
+                                np.einsum("m,mky->ky", self.weights, self.images)))
         bound = value - inner + self._vertex(cost)
         self.weights = np.append(self.weights, 0.0)
         self.value, self.bound = value, max(self.bound, bound)

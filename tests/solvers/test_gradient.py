@@ -16,6 +16,7 @@ from diffpriv.measures._utilities import estimation_mse, mutual_information
 from diffpriv.problems import EstimationError, InformationLoss, SpecError
 from diffpriv.solvers._methods import route
 from diffpriv.solvers._utilities import utility_data, utility_value
+from tests._comparisons import central_difference
 
 
 def _rr(k: int, eps: float) -> np.ndarray:
@@ -95,12 +96,8 @@ def test_the_searchs_objective_and_its_gradient_match_numpy(objective):
     assert float(utility_value(objective.kind, data, rows)) == pytest.approx(problem.objective_value(table),
                                                                             rel=1e-9)
     grad = np.asarray(jax.grad(lambda a: utility_value(objective.kind, data, a))(rows)).reshape(table.shape)
-    h = 1e-6
     for index in [(0, 0, 0), (1, 2, 4), (0, 3, 1), (1, 1, 2)]:
-        up, down = table.copy(), table.copy()
-        up[index] += h
-        down[index] -= h
-        numeric = (problem.objective_value(up) - problem.objective_value(down)) / (2 * h)
+        numeric = central_difference(lambda t: problem.objective_value(t), table, index)
         assert grad[index] == pytest.approx(numeric, rel=1e-5, abs=1e-9)
 
 

@@ -19,6 +19,7 @@ from diffpriv.measures._utilities import entropic_transport
 from diffpriv.problems import SinkhornLoss, SpecError
 from diffpriv.solvers._methods import route
 from diffpriv.solvers._utilities import utility_data, utility_value
+from tests._comparisons import central_difference
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,12 +87,8 @@ def test_the_searchs_ott_value_and_its_gradient_match_the_certifiers_numpy(laws)
     value = float(utility_value("sinkhorn", data, rows))
     assert value == pytest.approx(problem.objective_value(table), rel=1e-7)
     grad = np.asarray(jax.grad(lambda a: utility_value("sinkhorn", data, a))(rows)).reshape(table.shape)
-    h = 1e-6
     for index in [(0, 0, 0), (1, 4, 8), (0, 7, 3), (1, 2, 5)]:
-        up, down = table.copy(), table.copy()
-        up[index] += h
-        down[index] -= h
-        numeric = (problem.objective_value(up) - problem.objective_value(down)) / (2 * h)
+        numeric = central_difference(lambda t: problem.objective_value(t), table, index)
         assert grad[index] == pytest.approx(numeric, rel=1e-4, abs=1e-7)
 
 
