@@ -13,6 +13,7 @@ import typer
 
 from diffpriv.cli._common import (
     MAX_SECONDS,
+    RUN_UTILITY,
     _check_out_file,
     _fail,
     _load,
@@ -47,10 +48,7 @@ def certify(
                                  help="NAME=x (NAME.delta=x): with --config, the config's constraint "
                                       "NAME at budget x, as a sweep's certificate at x is.")
     ] = None,
-    run_utility: Annotated[
-        bool, typer.Option(help="Run the user utility (Python code) the certificate's objective names, "
-                                "to recompute its loss; without it that claim fails as not checked.")
-    ] = False,
+    run_utility: Annotated[bool, RUN_UTILITY] = False,
 ) -> None:
     """Re-check every claim of a certificate from scratch; exit 0 if all hold, 1 if any fails.
 
@@ -144,10 +142,7 @@ def export(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Output file [default: next to FILE].")
     ] = None,
-    run_utility: Annotated[
-        bool, typer.Option(help="Run the user utility (Python code) the certificate's objective names, "
-                                "to recompute its loss; without it that claim fails as not checked.")
-    ] = False,
+    run_utility: Annotated[bool, RUN_UTILITY] = False,
 ) -> None:
     """Write the certified table of FILE for deployment, after re-checking the certificate.
 
@@ -163,8 +158,8 @@ def export(
     from diffpriv.problems._user import running_utilities
 
     with running_utilities(run_utility):
-        report = _verify(file, _read_certificate(file))
-    cert = _read_certificate(file)
+        cert = _read_certificate(file)
+        report = _verify(file, cert)
     if not report.ok:
         typer.echo(f"error: {file}: certificate does not hold; not exporting", err=True)
         for failure in report.failures:

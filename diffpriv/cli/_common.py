@@ -85,6 +85,12 @@ def _read_certificate(path: Path) -> CheckedCertificate:
 MAX_SECONDS = 300.0
 """Default ``--max-seconds`` of the commands that re-check a certificate."""
 
+RUN_UTILITY = typer.Option(help="Run the user utility (Python code) the certificate's objective names, "
+                                "to recompute its loss; without it that claim is not checked and the "
+                                "certificate does not verify.")
+"""``--run-utility`` of the commands that read a certificate (a certificate names code: it runs only
+when asked)."""
+
 
 def _verify(path: Path, cert: CheckedCertificate, exact: bool = False,
             max_seconds: float | None = MAX_SECONDS, max_memory: int | None = None,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from diffpriv._files import atomic_open
-from diffpriv.cli._common import _check_out_file, _fail, _read_certificate, _user_errors
+from diffpriv.cli._common import RUN_UTILITY, _check_out_file, _fail, _read_certificate, _user_errors
 
 MAX_DRAWS = 10**9
 """Most reports one ``sample`` command draws (written a million at a time)."""
@@ -17,10 +17,6 @@ _CHUNK = 10**6
 
 NOTHING_AUDITED = 3
 """Exit code of ``audit`` when no claim of the certificate is one it can test (not a pass)."""
-
-
-RUN_UTILITY = typer.Option(help="Run the user utility (Python code) the certificate's objective names, "
-                                "to recompute its loss; without it such a certificate does not verify.")
 
 
 def _sampler(file: Path, exact: bool, run_utility: bool):

@@ -43,7 +43,7 @@ def test_the_bound_holds_at_every_call_and_rises(tv):
         assert start < bounds[0] < bounds[1] and bounds[2] < bounds[3] < bounds[4], (scale, start, bounds)
 
 
-@pytest.mark.parametrize("tv", [False, True])
+@pytest.mark.parametrize("tv", [pytest.param(False, marks=pytest.mark.slow), True])  # (approximate LDP: 24 s)
 def test_mirror_prox_alone_reports_the_dual_bound(tv, monkeypatch):
     """The run's bound is the L-BFGS bound where that is higher; without it (the call replaced)
     the run takes more steps: 2,000 against 1,600 (approximate LDP), 1,600 against 1,200 (TV-DP)."""

@@ -123,7 +123,8 @@ def test_a_smooth_objective_routes_to_the_gradient_search_and_nothing_else():
         route(kl, "auto")
 
 
-@pytest.mark.parametrize("objective", [InformationLoss(), EstimationError(reports=1000)])
+@pytest.mark.parametrize("objective", [InformationLoss(), pytest.param(EstimationError(reports=1000),
+                                                                     marks=pytest.mark.slow)])
 def test_the_search_finds_randomized_response_on_binary_inputs(objective):
     """Every ε-LDP channel of a binary input is a garbling of randomized response (Kairouz, Oh &
     Viswanath 2014), so RR is optimal for both objectives: the certified table is RR's value, and
@@ -147,6 +148,7 @@ def test_the_search_keeps_more_information_than_randomized_response_on_a_skewed_
     assert d.certificate.loss < rr * (1 + 1e-3) < 0  # −I: more information than RR's
 
 
+@pytest.mark.slow  # (about 30 s; the CLI's gradient path without a bound: test_user_utility.py's CLI test)
 def test_the_shipped_estimation_config_runs_through_the_cli_without_a_bound(runner, tmp_path):
     """``configs/estimation.toml``: optimized, certified, no lower bound stated (said so), and no
     worse than k-RR calibrated to the same budget; ``certify`` accepts what it wrote."""

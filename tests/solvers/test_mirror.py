@@ -289,7 +289,7 @@ def hockey_grid(n: int, tv: bool = False, objective="expected") -> dp.Problem:
     return dp.Problem(dom, dom, dom.distances(dom), prior, constraints=(constraint,), objective=objective)
 
 
-@pytest.mark.parametrize("tv", [True, False])
+@pytest.mark.parametrize("tv", [pytest.param(True, marks=pytest.mark.slow), False])  # (TV: about 25 s)
 def test_mirror_prox_solves_hockey_stick_bounds_where_most_rows_weigh_nothing(tv):
     """TV-DP at 0.05 or (1, 0.01)-LDP between 4-neighbour cells of a 5×5 grid whose prior sits on
     4 cells (real location data binned on a grid leaves most cells empty): certified within 1 % of
