@@ -461,3 +461,29 @@ def test_optimize_certify_export_through_the_arrays_file(tmp_path, small_limit, 
         assert result.stderr == (f"error: {cert_path}: cannot be checked: "
                                  f"{out / 'certificate.arrays.npz'}: no such file\n")
     assert not (tmp_path / "t.csv").exists()
+
+
+@pytest.mark.parametrize("limit", [LIMIT, 2**20])
+def test_as_read_is_the_json_round_trip_of_the_saved_form(problem, limit, monkeypatch):
+    """:func:`_arrays.as_read` skips the JSON text of the arrays; what it returns is exactly what
+    the text's round trip gave (inline arrays as the same nested lists, the support as 0/1, the
+    referenced ones as the same arrays), with every array field of ``problem`` present."""
+    monkeypatch.setattr(_arrays, "INLINE_LIMIT", limit)
+    d = certify(problem, table_for(problem)).to_dict(arrays=True)
+    text, arrays = _arrays.externalize(d)
+    expected = _arrays.map_certificate(json.loads(json.dumps(text, allow_nan=False)),
+                                       lambda f, v: arrays[f] if f in arrays else v)
+    got = _arrays.as_read(d)
+    fields = dict(_arrays.certificate_arrays(got))
+    assert set(fields) == set(dict(_arrays.certificate_arrays(expected))) and len(fields) == 11
+    for field, value in _arrays.certificate_arrays(expected):
+        assert type(fields[field]) is type(value) and np.array_equal(fields[field], value), field
+        if isinstance(value, np.ndarray):
+            assert fields[field].dtype == value.dtype
+    strip = lambda c: _arrays.map_certificate(c, lambda f, v: None)  # noqa: E731
+    assert strip(got) == strip(expected)
+    if limit > LIMIT:  # an inline NaN is refused, as the text refused it
+        bad = dict(d, table=np.full_like(d["table"], np.nan))
+        for trip in (_arrays.as_read, lambda c: json.dumps(_arrays.externalize(c)[0], allow_nan=False)):
+            with pytest.raises(ValueError, match="not JSON compliant"):
+                trip(bad)
