@@ -279,15 +279,23 @@ def parse_json(text: str, name: str | os.PathLike) -> Any:
       FileFormatError: ``"<name>: <problem>"``.
     """
     name = _shown(Path(name))
+    wide = []
+
+    def integer(literal: str) -> int:  # (only an integer of 309 digits or more can overflow a float)
+        value = int(literal)
+        if len(literal) > 308 and abs(value) > sys.float_info.max:
+            wide.append(literal)
+        return value
+
     try:
-        data = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_object)
+        data = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_object, parse_int=integer)
     except FileFormatError as e:
         raise FileFormatError(f"{name}: not strict JSON: {e}") from None
     except RecursionError:
         raise FileFormatError(f"{name}: not a JSON file we can read (nested too deeply)") from None
     except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
         raise FileFormatError(f"{name}: not a JSON file ({e})") from None
-    where = _too_large(data)
+    where = _too_large(data) if wide else None  # the path of the first, found by a walk
     if where is not None:
         raise FileFormatError(f"{name}: {where}: integer too large for a float64 "
                               f"(beyond ±{sys.float_info.max:.3g})")

@@ -4,6 +4,7 @@ refuses the schema refuses too."""
 
 import json
 import pathlib
+import re
 
 import jsonschema
 import numpy as np
@@ -47,3 +48,20 @@ def test_certificates_validate_and_what_the_loader_refuses_the_schema_refuses(in
         assert not validator.is_valid(bad)
         with pytest.raises(CertificateFormatError):
             check_certificate(bad)
+
+
+@pytest.mark.parametrize(("literal", "where"), [
+    ("10" + "0" * 307, None), (str(2**1024 - 2**970 - 1), None), ("-" + "9" * 308, None),
+    (str(2**1024), "a[1].b"), ("-" + str(2**1024), "a[1].b"), ("1" + "0" * 400, "a[1].b")])
+def test_an_integer_is_refused_exactly_where_no_float64_holds_it(literal, where):
+    """The parser flags the integers of 309 digits or more above the largest float; of those, the
+    walk names the ones ``float()`` cannot take (``2**1024 − 2**970 − 1`` rounds to the largest
+    float and is accepted; ``2**1024`` is not)."""
+    from diffpriv._files import FileFormatError, parse_json
+
+    text = f'{{"a": [0, {{"b": {literal}}}]}}'
+    if where is None:
+        assert float(parse_json(text, "x.json")["a"][1]["b"]) == float(int(literal))
+    else:
+        with pytest.raises(FileFormatError, match=rf"x\.json: {re.escape(where)}: integer too large"):
+            parse_json(text, "x.json")
