@@ -44,7 +44,7 @@ import numpy as np
 from diffpriv._files import FileFormatError, json_number, read_text, write_csv
 from diffpriv._gap import relative_gap
 from diffpriv.io._export import jsonable, write_json
-from diffpriv.problems._json import problem_hash
+from diffpriv.problems._json import hash_matches, problem_hash
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._user import runs_utilities
 
@@ -170,7 +170,8 @@ def _spec(problem, name, field, budgets, baselines, seed, quantize, options) -> 
 
 
 def _resume(out: Path, spec: dict[str, Any], problems: Sequence[Problem], baselines: Sequence[str],
-            on_redo: Callable[[int, str], None] | None) -> dict[int, dict[str, Any]]:
+            on_redo: Callable[[int, str], None] | None, problem: Problem | None = None
+            ) -> dict[int, dict[str, Any]]:
     """The finished rows in ``out`` by budget index (none for a new folder); writes
     ``sweep.json`` for a new sweep. A row of ``frontier.csv`` says only which budgets were
     finished: each is kept when its certificate verifies for ``problems[i]`` (:func:`_kept`), else
@@ -190,6 +191,9 @@ def _resume(out: Path, spec: dict[str, Any], problems: Sequence[Problem], baseli
         stored = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"out: {path} cannot be read as a sweep ({e}); use another folder") from None
+    old = stored.get("problem_hash") if isinstance(stored, dict) else None
+    if problem is not None and old != spec["problem_hash"] and hash_matches(problem, old):
+        spec = dict(spec, problem_hash=old)  # a folder written with the legacy hash
     if stored != spec:
         differ = sorted(k for k in {*spec, *stored} if stored.get(k) != spec.get(k)) \
             if isinstance(stored, dict) else ["format"]
@@ -483,7 +487,7 @@ def sweep(problem: Problem, budgets: Sequence[float], *, constraint: str | None 
     out = None if out is None else Path(out)
     spec = _spec(problem, name, field, budgets, baselines, seed, quantize, options)
     lead, processes = _processes()
-    done = {} if out is None or not lead else _resume(out, spec, problems, baselines, on_redo)
+    done = {} if out is None or not lead else _resume(out, spec, problems, baselines, on_redo, problem)
     if processes > 1:  # every process must solve the same budgets: process 0's folder decides
         from jax.experimental import multihost_utils
 

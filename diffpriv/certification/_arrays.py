@@ -52,9 +52,11 @@ __all__ = ["INLINE_LIMIT", "MAX_ARRAYS_BYTES", "SUFFIX", "arrays_bytes", "arrays
            "remove_stale", "write_arrays"]
 
 INLINE_LIMIT = DIGEST_LIMIT
-"""Largest number of entries of an array field written into a certificate's JSON; a larger one
-goes to the arrays file. The same as the limit beyond which :func:`problem_hash` hashes an array
-by its digest, so with the default every array hashed by digest is stored by reference."""
+"""Largest number of entries of an array field written into a certificate's JSON (2¹⁷: a 362 × 362
+table); a larger one goes to the arrays file. The same as the limit beyond which
+:func:`problem_hash` hashes an array by its digest, so with the default every array hashed by
+digest is stored by reference (a reader accepts inline arrays of any size: certificates written
+before the limit was lowered from 2²⁰ inline up to that)."""
 
 MAX_ARRAYS_BYTES = 8 * 2**30
 """Largest arrays file read, in bytes: the arrays of a 100 × 100 grid (10⁸-entry table and loss)

@@ -40,7 +40,7 @@ from diffpriv.certification._summary import ConstraintLevel, summarize
 from diffpriv.measures._transport import deferred_triangle_checks
 from diffpriv.problems._blocks import budgets
 from diffpriv.problems._checks import SpecError
-from diffpriv.problems._json import problem_hash
+from diffpriv.problems._json import hash_matches
 from diffpriv.problems._problem import Problem
 from diffpriv.problems._size import SizeError, admit
 from diffpriv.problems._user import running_utilities
@@ -285,7 +285,7 @@ def _verified(obj, exact: bool, max_seconds: float | None, max_memory: int | Non
 def _verify(checked: CheckedCertificate, exact: bool) -> VerifyReport:
     d, problem, table = checked  # format, keys, types and shapes checked
     fail: list[str] = []
-    if problem_hash(problem) != d.get("problem_hash"):
+    if not hash_matches(problem, d.get("problem_hash")):
         fail.append("problem_hash: does not match the stored problem")
     with np.errstate(over="ignore", invalid="ignore"):  # a row sum of inf is reported as such
         bad = table_problems(problem, table)

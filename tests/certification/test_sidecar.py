@@ -487,3 +487,48 @@ def test_as_read_is_the_json_round_trip_of_the_saved_form(problem, limit, monkey
         for trip in (_arrays.as_read, lambda c: json.dumps(_arrays.externalize(c)[0], allow_nan=False)):
             with pytest.raises(ValueError, match="not JSON compliant"):
                 trip(bad)
+
+
+def _legacy_problem():
+    """A 20×20 grid: its table and loss (160,000 entries) lie between the hash's digest limit and
+    the legacy one, so the two hashes differ."""
+    dom = dp.Domain.grid(20, 20)
+    four = tuple((i, i + 1) for i in range(399) if (i + 1) % 20)
+    return dp.Problem(dom, dom, dom.distances(dom), np.full(400, 1 / 400),
+                      constraints=(dp.LocalDP(1.0, pairs=four),))
+
+
+def test_a_certificate_hashed_by_the_legacy_limit_still_verifies_and_a_wrong_hash_does_not(
+        tmp_path, monkeypatch):
+    """Certificates written while arrays of up to 2²⁰ entries were hashed by their numbers keep
+    verifying (:func:`problem_json.hash_matches`); any other stored hash still fails."""
+    p = _legacy_problem()
+    legacy = problem_json.problem_hash(p, problem_json.LEGACY_DIGEST_LIMIT)
+    assert legacy != problem_json.problem_hash(p)
+    with monkeypatch.context() as m:  # written as before: inline, hashed by the numbers
+        m.setattr(problem_json, "DIGEST_LIMIT", problem_json.LEGACY_DIGEST_LIMIT)
+        m.setattr(_arrays, "INLINE_LIMIT", problem_json.LEGACY_DIGEST_LIMIT)
+        cert = certify(p, np.full(p.shape, 1 / 400))
+        path = cert.save(tmp_path / "certificate.json")
+    assert cert.problem_hash == legacy
+    assert not _arrays.arrays_path(path).exists() and verify(path).ok
+    d = json.loads(Path(path).read_text())
+    d["problem_hash"] = hashlib.sha256(b"another problem").hexdigest()
+    report = verify(d)
+    assert not report.ok and "problem_hash: does not match the stored problem" in report.failures
+    fresh = certify(p, np.full(p.shape, 1 / 400))  # written now: by reference, hashed by digest
+    path = fresh.save(tmp_path / "fresh.json")
+    assert _arrays.arrays_path(path).exists() and fresh.problem_hash != legacy and verify(path).ok
+
+
+def test_a_sweep_folder_with_the_legacy_hash_resumes_and_another_problem_does_not(tmp_path):
+    from diffpriv._sweep import _resume, _spec
+
+    p = _legacy_problem()
+    spec = _spec(p, "ldp", "epsilon", (0.5, 1.0), (), 0, None, {})
+    legacy = dict(spec, problem_hash=problem_json.problem_hash(p, problem_json.LEGACY_DIGEST_LIMIT))
+    (tmp_path / "sweep.json").write_text(json.dumps(legacy))
+    assert _resume(tmp_path, spec, [p, p], (), None, p) == {}
+    (tmp_path / "sweep.json").write_text(json.dumps(dict(spec, problem_hash="0" * 64)))
+    with pytest.raises(ValueError, match="holds another sweep \\(problem_hash differ\\)"):
+        _resume(tmp_path, spec, [p, p], (), None, p)
