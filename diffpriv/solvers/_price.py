@@ -13,6 +13,10 @@ extended DistP, else 1), each in both directions (the second with ``P`` and ``Q`
 are ≤ 0. Where the optimum has a kink in the budget (several optimal multipliers) this is one
 one-sided rate, not the other. Only the constraints whose comparisons are all linear (pure and
 (ε, δ) bounds) are priced.
+
+The interior point (:mod:`._interior`) has the same multipliers in another order: one per pair
+row ``a[i] − e^{ε_p} a[j] ≤ 0`` and output (:func:`pair_prices`), at its last iterate rather than
+at an optimum: its rates are those of the problem it has solved to its ``gap_tol``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import numpy as np
 from diffpriv.problems._blocks import budgets
 from diffpriv.problems._problem import Problem
 
-__all__ = ["prices"]
+__all__ = ["pair_prices", "prices"]
 
 
 def prices(problem: Problem, table: np.ndarray, multipliers: np.ndarray,
@@ -51,3 +55,32 @@ def prices(problem: Problem, table: np.ndarray, multipliers: np.ndarray,
             price["delta"] = -float(np.sum(delta_multipliers[mine]))
         out[c.name] = price
     return out
+
+
+def pair_prices(problem: Problem, table: np.ndarray, multipliers: np.ndarray) -> dict[str, dict[str, float]]:
+    """``{constraint name: {"epsilon": dV/dε}}`` of the constraints made only of pure pair bounds
+    (local and extended DP), from ``table`` ``[S·X, Y]`` (rows flattened) and the multipliers
+    ``[E, Y]`` of the pair rows ``a[i] − e^{ε_p} a[j] ≤ 0`` in the order of
+    :func:`._columns._edges`: ``dV/dε = −Σ_p s_p e^{ε_p} Σ_y λ_{p,y} a[j_p, y]`` over the rows
+    ``p`` of that constraint (``ε_p = ε·s_p``)."""
+    from diffpriv.solvers._columns import _pure_pairs
+
+    nx, rate, at, mixed = problem.shape[1], {}, 0, set()
+    for block in problem.blocks():
+        if not _pure_pairs(block):
+            mixed.add(block.constraint)
+            continue
+        ra, rb = block.rows(nx)
+        eps = np.broadcast_to(np.asarray(block.eps, np.float64), ra.shape)
+        scale = np.broadcast_to(np.asarray(block.scale, np.float64), ra.shape)
+        for _, j in ((ra, rb),) if block.directed else ((ra, rb), (rb, ra)):
+            lam = multipliers[at:at + j.size]
+            with np.errstate(over="ignore"):
+                grow = scale * np.exp(eps)
+            rate[block.constraint] = rate.get(block.constraint, 0.0) - float(
+                np.sum(grow * np.einsum("py,py->p", lam, table[j])))
+            at += j.size
+    if at != multipliers.shape[0]:
+        raise ValueError(f"multipliers: {multipliers.shape[0]} rows for {at} pair rows")
+    return {c.name: {"epsilon": rate[i]} for i, c in enumerate(problem.constraints)
+            if i in rate and i not in mixed}
