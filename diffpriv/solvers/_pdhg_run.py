@@ -140,12 +140,14 @@ class PDHGRun(Declared):
         begin, compiled = time.perf_counter(), compile_seconds()
         out = _run(self.data, self.true_data, self.steps, self.state, self._limit(), self.per_chunk,
                    opt.period, self.worst, opt.gap_tol, self.viol_tol)
-        self.state, k, code = out.state, int(out.periods), int(out.status)
+        self.state = out.state  # stays on the device; the host sees one transfer of a few numbers
+        k, code, kkt, bound, gap = jax.device_get((out.periods, out.status, out.kkt, out.lower_bound,
+                                                   out.gap))
+        k, code = int(k), int(code)
         spent = time.perf_counter() - begin - (compile_seconds() - compiled)
         if k:
             self.period_seconds = max(spent, 1e-6) / k
-        self.traces.append((np.asarray(out.kkt[:k]), np.asarray(out.lower_bound[:k]),
-                            np.asarray(out.gap[:k])))
+        self.traces.append((kkt[:k], bound[:k], gap[:k]))
         self.periods += k
         if code == _pdhg.CONVERGED:
             # Confirm on the host: the polished table must be within the gap, with violations

@@ -153,3 +153,45 @@ def test_a_lean_design_lets_go_of_its_solver_state_before_certifying(monkeypatch
     d = dp.design(grid_xdp(5), method="pdhg", steps=1000, quantize=53)
     assert d.result.plan == "lean" and d.result.state is None
     assert d.certificate.ok and dp.verify(d.certificate).ok
+
+
+def test_a_pdhg_chunk_moves_its_numbers_to_the_host_in_one_transfer(monkeypatch):
+    """The loop, its restarts, the bound and the stopping test run on the device: a chunk's host
+    side takes its few numbers (periods run, status, the traces) in one ``jax.device_get``. On the
+    CPU a transfer guard cannot see a conversion (the arrays are host memory), so every way a JAX
+    array becomes a host value is counted instead."""
+    import jax
+    import jax.numpy as jnp
+
+    from diffpriv.solvers._options import Options
+    from diffpriv.solvers._pdhg_run import PDHGRun
+
+    dom = dp.Domain.grid(4, 4, 1.0)
+    problem = dp.Problem(dom, dom, dom.distances(dom), np.full(16, 1 / 16),
+                         constraints=(dp.ExtendedDP(0.5, pairs=dp.problems.pairs_within(dom, 1.0)),))
+    with jax.enable_x64(True):
+        run = PDHGRun(Options(gap_tol=1e-12, steps=4000, period=100, chunk=2), problem, 0)
+        run.chunk()  # compiles
+        kind, counts, inside = type(jnp.zeros(1)), {"implicit": 0, "device_get": 0}, [False]
+        for method in ("__array__", "__float__", "__int__", "__index__", "__bool__", "item", "tolist"):
+            original = getattr(kind, method)
+
+            def counted(self, *args, _original=original, **kwargs):
+                counts["implicit"] += not inside[0]
+                return _original(self, *args, **kwargs)
+
+            monkeypatch.setattr(kind, method, counted)
+        get = jax.device_get
+
+        def device_get(tree):
+            counts["device_get"] += 1
+            inside[0] = True
+            try:
+                return get(tree)
+            finally:
+                inside[0] = False
+
+        monkeypatch.setattr(jax, "device_get", device_get)
+        chunk = run.chunk()
+    assert chunk.status is None and run.periods == 4  # two periods a chunk, not converged
+    assert counts == {"implicit": 0, "device_get": 1}
