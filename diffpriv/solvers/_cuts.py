@@ -103,6 +103,10 @@ def applies(problem: Problem, kinds) -> bool:
 
 
 def _terms(problem: Problem, tighten_rel: float) -> Terms:
+    n_rows = problem.shape[0] * problem.shape[1]
+    if all(block.linear for block in problem.blocks()):  # no divergence: no JAX (the data's arrays)
+        return Terms(np.zeros((0, n_rows)), np.zeros((0, n_rows)), np.zeros(0, np.int64), np.zeros(0),
+                     np.zeros(0), ())
     from diffpriv.solvers._divergence import divergence_data
     from diffpriv.solvers._f_forms import f_budget, family
 
@@ -128,7 +132,6 @@ def _terms(problem: Problem, tighten_rel: float) -> Terms:
             fams.append(np.full(idx.size, len(families) - 1))
             budgets.append(np.asarray(b)[idx])
             trues.append(np.asarray(b_true)[idx])
-    n_rows = problem.shape[0] * problem.shape[1]
 
     def cat(xs, shape):
         return np.concatenate(xs) if xs else np.zeros(shape)

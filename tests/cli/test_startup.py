@@ -42,8 +42,9 @@ def test_version_answers_before_the_command_group_loads():
 
 
 def test_the_command_line_on_lp_sized_problems_loads_no_jax(tmp_path):
-    """``diffpriv optimize`` on the quickstart (HiGHS runs) and on a grid of concentrated prior
-    (the interior point runs), and a sweep of the quickstart, certify without loading JAX."""
+    """``diffpriv optimize`` on the quickstart (HiGHS runs; column generation when asked) and on a
+    grid of concentrated prior (the interior point runs), and a sweep of the quickstart, certify
+    without loading JAX."""
     grid = tmp_path / "grid.toml"
     grid.write_text(textwrap.dedent("""
         [inputs]
@@ -61,7 +62,11 @@ def test_the_command_line_on_lp_sized_problems_loads_no_jax(tmp_path):
         [optimizer]
         gap_tol = 1e-2
     """))
-    for config, method in ((ROOT / "configs" / "quickstart.toml", "highs"), (grid, "interior point")):
+    cuts = tmp_path / "cuts.toml"  # column generation (auto's choice from 16×16 on such problems)
+    cuts.write_text((ROOT / "configs" / "quickstart.toml").read_text().replace(
+        "[optimizer]\n", '[optimizer]\nmethod = "cuts"\n'))
+    for config, method in ((ROOT / "configs" / "quickstart.toml", "highs"), (grid, "interior point"),
+                           (cuts, "cuts")):
         out = _fresh(f"""
             import json, sys
             from diffpriv.cli import main
