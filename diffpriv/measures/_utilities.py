@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["SINKHORN_ITERATIONS", "SINKHORN_TOLERANCE", "entropic_transport", "estimation_mse",
-           "mutual_information", "population_channel", "population_weights"]
+           "mutual_information", "newton_solve", "plan_value", "population_channel", "population_weights"]
 
 
 def population_weights(prior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,6 +97,12 @@ def entropic_transport(a: np.ndarray, b: np.ndarray, cost: np.ndarray, epsilon: 
     if not np.all(np.isfinite(plan)) or _error(plan, a, b) > SINKHORN_TOLERANCE:
         raise FloatingPointError(f"entropic transport: Sinkhorn did not converge at ε = {epsilon:g} "
                                  "(a larger objective.epsilon converges faster)")
+    return plan_value(plan, a, b, c, epsilon)
+
+
+def plan_value(plan: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, epsilon: float) -> float:
+    """``⟨γ, c⟩ + ε·(Σ γ ln γ − Σ a ln a − Σ b ln b)`` of a plan ``γ`` between the positive laws
+    ``a`` and ``b`` (``0 ln 0 = 0``)."""
     positive = plan > 0
     entropy = np.sum(plan[positive] * np.log(plan[positive])) - np.sum(a * np.log(a)) - np.sum(b * np.log(b))
     return float(np.sum(plan * c) + epsilon * entropy)
@@ -114,6 +120,13 @@ def logsumexp(z: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _newton_plan(a: np.ndarray, b: np.ndarray, c: np.ndarray, epsilon: float) -> np.ndarray | None:
+    """The plan of :func:`newton_solve` (None where it stops short)."""
+    solved = newton_solve(a, b, c, epsilon)
+    return None if solved is None else solved[0]
+
+
+def newton_solve(a: np.ndarray, b: np.ndarray, c: np.ndarray, epsilon: float,
+                 start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """The entropic plan by Newton's method on the semi-dual (Cuturi & Peyré 2018, *Computational
     Optimal Transport*, §4.3): ``max_g Σ_j b_j g_j − ε Σ_i a_i ln Σ_j b_j e^{(g_j − c_ij)/ε}``,
     concave, its gradient ``b − Σ_i a_i P_i`` and Hessian ``−(diag q − Pᵀ diag(a) P)/ε`` with ``P_i``
@@ -122,7 +135,8 @@ def _newton_plan(a: np.ndarray, b: np.ndarray, c: np.ndarray, epsilon: float) ->
     step backtracks. The plan ``a_i P_ij`` meets the rows' law exactly and the columns' to the
     gradient's size. None where the steps stop short of :data:`SINKHORN_TOLERANCE` (Sinkhorn then
     runs). Sinkhorn needs ``O(max c/ε)`` iterations (9,500 on the 4×4 city grid at ε = 0.25 km,
-    3 s); this takes a few Newton steps after a few Sinkhorn ones."""
+    3 s); this takes a few Newton steps after a few Sinkhorn ones. Returns ``(plan, g)``; ``start``:
+    the ``g`` of a nearby problem to begin from (the optimizer's repeated calls)."""
     log_b = np.log(b)
 
     def at(g):
@@ -132,7 +146,7 @@ def _newton_plan(a: np.ndarray, b: np.ndarray, c: np.ndarray, epsilon: float) ->
         total = e.sum(axis=1, keepdims=True)
         return e / total, float(b @ g - epsilon * (a @ (top[:, 0] + np.log(total[:, 0]))))
 
-    log_a, g, f = np.log(a), np.zeros(b.size), None
+    log_a, g, f = np.log(a), np.zeros(b.size) if start is None else np.array(start, np.float64), None
     for _ in range(WARM_ITERATIONS):  # Sinkhorn's alternating steps: Newton's start
         last, f = f, -epsilon * logsumexp((g - c) / epsilon + log_b, axis=1)
         if last is not None and a @ np.abs(np.expm1((last - f) / epsilon)) <= WARM:
@@ -146,7 +160,7 @@ def _newton_plan(a: np.ndarray, b: np.ndarray, c: np.ndarray, epsilon: float) ->
         grad = b - q
         error = float(np.abs(grad).sum())
         if error <= SINKHORN_TOLERANCE / 10:
-            return a[:, None] * p
+            return a[:, None] * p, g
         if not np.all(q > 0):  # a column's mass underflowed: no Newton system
             return None
         scale = 1.0 / np.sqrt(q)  # the system scaled to a unit diagonal's order (b spans decades)

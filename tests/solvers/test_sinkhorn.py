@@ -127,6 +127,32 @@ def test_the_searchs_ott_value_and_its_gradient_match_the_certifiers_numpy(laws)
         assert grad[index] == pytest.approx(numeric, rel=1e-4, abs=1e-7)
 
 
+@pytest.mark.parametrize("laws", ["profiles", "items"])
+def test_the_masters_newton_terms_are_otts_values_and_potentials(laws):
+    """Simplicial decomposition's numpy evaluation (:func:`_simplicial.newton_terms`) gives ott's
+    values and, up to a constant per law (which a table's rows, summing to 1, do not see), its
+    derivatives, at output laws with empty outputs; from its own potentials again, the same."""
+    from diffpriv.solvers._simplicial import _terms, newton_terms
+
+    jax.config.update("jax_enable_x64", True)
+    problem = _grid_problem(SinkhornLoss(laws=laws, epsilon=0.4))
+    data = utility_data(problem)
+    rng = np.random.default_rng(3)
+    table = rng.random(problem.shape) * (rng.random(problem.shape[-1]) > 0.3)  # some outputs unused
+    table /= table.sum(axis=-1, keepdims=True)
+    outputs = np.einsum("ksx,sxy->ky", np.asarray(data.laws), table)
+    assert np.any(outputs == 0)
+    start = (jnp.zeros_like(data.inputs), jnp.zeros((data.inputs.shape[0], problem.shape[-1])))
+    values, grads = (np.asarray(v) for v in _terms(data, jnp.asarray(outputs), start, 1e-10)[:2])
+    args = (np.asarray(data.cost), float(data.epsilon), np.asarray(data.inputs), outputs)
+    mine, mine_grads, potentials = newton_terms(*args, np.zeros_like(outputs))
+    again = newton_terms(*args, potentials)
+    for v, g in ((mine, mine_grads), again[:2]):
+        assert v == pytest.approx(values, rel=1e-9)
+        shift = g - grads
+        assert np.max(np.abs(shift - shift.mean(axis=1, keepdims=True))) <= 1e-7 * np.max(np.abs(grads))
+
+
 def test_the_objective_round_trips_and_refuses_bad_parameters_in_one_line():
     for objective in (SinkhornLoss(), SinkhornLoss(laws="items", epsilon=0.25)):
         problem = _grid_problem(objective)
