@@ -100,7 +100,7 @@ def optimize(
 
     from diffpriv._design import InfeasibleError, design  # (JAX only once a run needs it)
     from diffpriv.certification import DEFAULT_BITS, RepairError, TableError
-    from diffpriv.cli._cache import enable_compile_cache
+    from diffpriv.solvers._cache import enable_compile_cache
     from diffpriv.solvers._optimizer import SOLVER_ERRORS
 
     enable_compile_cache()  # $DIFFPRIV_COMPILE_CACHE, or ~/.cache/diffpriv/jax; "off" turns it off

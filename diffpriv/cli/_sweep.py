@@ -143,7 +143,7 @@ def sweep(
     _distributed()
     from diffpriv._sweep import sweep as run_sweep  # imports JAX on the first solve
     from diffpriv.certification import DEFAULT_BITS
-    from diffpriv.cli._cache import enable_compile_cache
+    from diffpriv.solvers._cache import enable_compile_cache
 
     enable_compile_cache()
     shown = progress and console.is_terminal

@@ -33,6 +33,7 @@ from typing import ClassVar, NamedTuple, Protocol
 import numpy as np
 
 from diffpriv._gap import relative_gap
+from diffpriv.solvers._cache import library_cache
 from diffpriv.solvers._x64 import require
 
 __all__ = ["Chunk", "Declared", "OptimizeResult", "Outcome", "Run", "Status", "check_finite",
@@ -359,6 +360,8 @@ def drive(make: Callable[[], Run], problem, options, seed: int,
 def _drive(make, problem, options, seed, progress, deadline) -> OptimizeResult:
     """:func:`drive` while the compile clock listens."""
     require()  # float64: the bound's precision
+    if "jax" in sys.modules:  # (a JAX run's module is loaded by now; HiGHS's runs never load it)
+        library_cache()  # JAX's persistent compilation cache, where the caller has set none
     start, compiled = time.perf_counter(), compile_seconds()
     run = make()
     if hasattr(run, "deadline"):  # a run that sizes its chunks to end by then

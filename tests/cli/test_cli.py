@@ -128,7 +128,7 @@ def test_bad_config_fails_before_jax_is_imported(tmp_path):
 
 
 def test_optimize_keeps_compiled_programs_in_the_cache_folder(tmp_path):
-    """JAX's persistent compilation cache (diffpriv/cli/_cache.py), in a process of its own:
+    """JAX's persistent compilation cache (diffpriv/solvers/_cache.py), in a process of its own:
     JAX reads the folder at the process's first compilation."""
     cache = tmp_path / "cache"
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "DIFFPRIV_COMPILE_CACHE": str(cache)}
@@ -141,7 +141,7 @@ def test_optimize_keeps_compiled_programs_in_the_cache_folder(tmp_path):
 
 
 def test_the_compile_cache_folder_comes_from_the_environment(monkeypatch, tmp_path):
-    from diffpriv.cli._cache import cache_dir, enable_compile_cache
+    from diffpriv.solvers._cache import cache_dir, enable_compile_cache
 
     assert enable_compile_cache() is None  # the tests' conftest turns it off
     for off in ("off", "OFF", "0", ""):
@@ -690,3 +690,23 @@ def test_plot_draws_its_parts_one_by_one(runner, tmp_path, name):
         result = runner.invoke(app, [*args, bad])
         assert result.exit_code == 2 and result.stderr.startswith("error: --parts: ")
         assert f"(its parts: {', '.join(known)})" in result.stderr
+
+
+@pytest.mark.parametrize("theirs", [False, True])
+def test_the_library_keeps_compiled_programs_unless_the_caller_chose_a_folder(tmp_path, theirs):
+    """``dp.optimize`` of a JAX run in a fresh process writes its programs to the cache folder; a
+    caller who set JAX's own cache folder keeps it (diffpriv's stays empty)."""
+    cache, own = tmp_path / "cache", tmp_path / "own"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "DIFFPRIV_COMPILE_CACHE": str(cache)}
+    setup = (f"jax.config.update('jax_compilation_cache_dir', {str(own)!r}); "
+             "jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.2); ") if theirs else ""
+    code = ("import jax, numpy as np, diffpriv as dp; " + setup +
+            "x = dp.Domain(tuple('abcd')); "
+            "p = dp.Problem(x, x, 1 - np.eye(4), np.full(4, 0.25), constraints=(dp.LocalDP(1.0),)); "
+            "r = dp.optimize(p, method='pdhg', steps=500); assert r.method == 'pdhg', r.method")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    mine = cache.exists() and any(cache.iterdir())
+    assert mine != theirs
+    if theirs:
+        assert any(own.iterdir())

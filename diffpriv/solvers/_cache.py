@@ -1,9 +1,11 @@
-"""JAX's persistent compilation cache for the command line: a second run of the same problem
-shape reuses the compiled programs instead of compiling them again.
+"""JAX's persistent compilation cache: a second run of the same problem shape, in another process,
+reuses the compiled programs instead of compiling them again.
 
 The folder is ``$DIFFPRIV_COMPILE_CACHE`` when set (``off`` turns the cache off), else
 ``$XDG_CACHE_HOME/diffpriv/jax`` (``~/.cache/diffpriv/jax``). JAX writes a program there once
-its compilation took at least :data:`MIN_SECONDS`.
+its compilation took at least :data:`MIN_SECONDS`. The command line turns it on before a run;
+the library before its first JAX run of the process (:func:`library_cache`), unless the caller has
+pointed JAX's cache somewhere already.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["ENV", "MIN_SECONDS", "cache_dir", "enable_compile_cache"]
+__all__ = ["ENV", "MIN_SECONDS", "cache_dir", "enable_compile_cache", "library_cache"]
 
 ENV = "DIFFPRIV_COMPILE_CACHE"
 
@@ -54,3 +56,21 @@ def enable_compile_cache(value: str | None = None) -> Path | None:
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_SECONDS)
     return path
+
+
+_ASKED = False
+
+
+def library_cache() -> None:
+    """:func:`enable_compile_cache` once per process, for a library call (``dp.design``,
+    ``dp.optimize``, ``dp.sweep``), unless JAX's cache folder is already set (by the caller, in
+    ``jax.config`` or ``$JAX_COMPILATION_CACHE_DIR``: theirs stays)."""
+    global _ASKED
+    if _ASKED:
+        return
+    _ASKED = True
+    jax = sys.modules.get("jax")
+    theirs = jax is not None and jax.config.jax_compilation_cache_dir
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR") or theirs:
+        return
+    enable_compile_cache()
