@@ -12,14 +12,16 @@ __all__ = ["lazy_getattr"]
 
 def lazy_getattr(package: str, table: dict[str, str]) -> Callable[[str], object]:
     """A module ``__getattr__`` that imports ``table[name]`` (a module path) on first use: the
-    module itself where the path is ``package.name`` (a subpackage), else its attribute ``name``.
+    module itself where the path is ``package.name`` (a subpackage), else its attribute ``name``
+    (``"module:attribute"``: that attribute, under the name ``name``).
     The value is then kept in the package, so the next use is a plain attribute."""
 
     def __getattr__(name: str):
         if name not in table:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module = importlib.import_module(table[name])
-        value = module if table[name] == f"{package}.{name}" else getattr(module, name)
+        path, _, attribute = table[name].partition(":")  # "module:attribute" for another name
+        module = importlib.import_module(path)
+        value = module if path == f"{package}.{name}" else getattr(module, attribute or name)
         setattr(sys.modules[package], name, value)
         return value
 

@@ -7,7 +7,6 @@ imports the specification, stays numpy-only.
 from __future__ import annotations
 
 import numpy as np
-import scipy.spatial
 
 from diffpriv.problems._checks import SpecError
 from diffpriv.problems._problem import Domain
@@ -20,6 +19,8 @@ def _tree(domain: Domain, radius: float, what: str):
         raise SpecError(f"domain.{what}: needs coordinates")
     if not np.isfinite(radius) or radius < 0:
         raise SpecError(f"domain.{what}: radius must be finite and >= 0, got {radius!r}")
+    import scipy.spatial  # (0.5 s to import: only where pairs are found)
+
     return scipy.spatial.cKDTree(domain.coords), radius * (1 + 1e-9)
 
 

@@ -14,13 +14,16 @@
 """
 
 from diffpriv._lazy import lazy_getattr
-from diffpriv.solvers._convex import ConvexResult, ConvexSolveError
-from diffpriv.solvers._convex import solve_convex as convex
-from diffpriv.solvers._lp import ReferenceResult, ReferenceSolveError, write_lp
-from diffpriv.solvers._lp import solve_lp as lp
-from diffpriv.solvers._methods import exact_solver
 
-_LAZY = {
+_LAZY = {  # every name loads on first use (scipy's solvers take 0.4 s, JAX seconds)
+    "ConvexResult": "diffpriv.solvers._convex",
+    "ConvexSolveError": "diffpriv.solvers._convex",
+    "convex": "diffpriv.solvers._convex:solve_convex",
+    "ReferenceResult": "diffpriv.solvers._lp",
+    "ReferenceSolveError": "diffpriv.solvers._lp",
+    "write_lp": "diffpriv.solvers._lp",
+    "lp": "diffpriv.solvers._lp:solve_lp",
+    "exact_solver": "diffpriv.solvers._methods",
     "Optimizer": "diffpriv.solvers._optimizer",
     "OptimizeResult": "diffpriv.solvers._optimizer",
     "solve_batch": "diffpriv.solvers._optimizer",
