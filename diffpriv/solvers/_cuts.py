@@ -535,7 +535,23 @@ class CutsRun(Declared):
         if self.best is None:
             fixed = repair(self.problem, self.rnd.table).table
             self.best = (self.problem.objective_value(fixed), fixed)
-        return Outcome(self.best[1], self.bound, status, plan="cuts", method=self.name)
+        return Outcome(self.best[1], self.bound, status, plan="cuts", method=self.name, prices=self._prices())
+
+    def _prices(self) -> dict | None:
+        """The price of privacy from the last LP's multipliers (:mod:`._price`), where every
+        constraint is linear: the LP over the columns found, whose optimum is within the run's
+        ``gap_tol`` of the whole problem's, so its rates are as close."""
+        from diffpriv.problems._blocks import budgets
+        from diffpriv.solvers._lp import privacy_multipliers
+        from diffpriv.solvers._price import prices
+
+        blocks = self.problem.blocks()
+        if self.rnd is None or self.rnd.ineq is None or not all(b.linear for b in blocks):
+            return None
+        duals = np.clip(-np.asarray(self.rnd.ineq, np.float64), 0.0, None)
+        k, ny = budgets(blocks).size, self.problem.shape[2]
+        multipliers, delta = privacy_multipliers(self.full, k, ny, duals)
+        return prices(self.problem, self.rnd.table, multipliers, delta)
 
 
 def _add_cuts(model: _Model, rnd: _Round) -> int:

@@ -157,7 +157,8 @@ class OptimizeResult:
         where the table is the linear relaxation's, repaired (:mod:`diffpriv.solvers._relaxed`).
       starts: the gradient search's starts, ``{"start": the start whose table won, "restarts": how
         many ran}`` (it states no bound: this is what it reports instead); ``None`` for the others.
-      prices: the price of privacy where HiGHS solved the LP or the interior point ran:
+      prices: the price of privacy where HiGHS solved the LP, column generation over table
+        entries (linear constraints) or the interior point ran:
         ``{constraint name: {"epsilon": dV/dε, "delta": dV/dδ}}``, the rate at which the optimal
         loss falls as each budget grows, from the multipliers (:mod:`diffpriv.solvers._price`);
         ``None`` for the other runs.

@@ -576,6 +576,18 @@ def _solve_highspy(lp: _LinearProgram, options: dict, basis: Basis | None, cold:
     return res, Basis(h.getBasis(), shape) if ok else None
 
 
+def privacy_multipliers(lp: _LinearProgram, k_size: int, n_out: int, duals: np.ndarray | None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """The multipliers ``[K, 2, Y]`` of the privacy rows and ``[K, 2]`` of the δ rows (0 for rows
+    the LP leaves out) from ``duals``, those of the LP's inequalities in order (``≥ 0``)."""
+    multipliers, delta_multipliers = np.zeros(k_size * 2 * n_out), np.zeros(k_size * 2)
+    if duals is not None:
+        m1, m2 = lp.privacy_rows.size, lp.delta_rows.size
+        multipliers[lp.privacy_rows] = duals[:m1]
+        delta_multipliers[lp.delta_rows] = duals[m1 : m1 + m2]
+    return multipliers.reshape(k_size, 2, n_out), delta_multipliers.reshape(k_size, 2)
+
+
 def solve_lp(
     problem: Problem, *, time_limit: float | None = None, method: str = "highs-ipm",
     basis: Basis | None = None, keep_basis: bool = False,
@@ -647,12 +659,9 @@ def solve_lp(
     k_size = budgets(blocks).size
     duals = np.clip(-np.asarray(res.ineqlin.marginals), 0.0, None) if lp.a_ub is not None else None
     m1, m2 = lp.privacy_rows.size, lp.delta_rows.size
-    multipliers = np.zeros(k_size * 2 * n_out)
-    delta_multipliers = np.zeros(k_size * 2)
+    multipliers, delta_multipliers = privacy_multipliers(lp, k_size, n_out, duals)
     row_weights = problem.prior.copy()
     if duals is not None:
-        multipliers[lp.privacy_rows] = duals[:m1]
-        delta_multipliers[lp.delta_rows] = duals[m1 : m1 + m2]
         if problem.objective.epigraph:
             shape = problem.shape if problem.objective.epigraph == "entries" else (n_prof, n_in)
             row_weights = np.zeros(int(np.prod(shape)))
@@ -673,8 +682,8 @@ def solve_lp(
         violation=violation,
         status=str(res.message),
         seconds=time.perf_counter() - start,
-        multipliers=multipliers.reshape(k_size, 2, n_out),
-        delta_multipliers=delta_multipliers.reshape(k_size, 2),
+        multipliers=multipliers,
+        delta_multipliers=delta_multipliers,
         row_weights=row_weights,
         potential=potential,
         basis=final if basis is not None or keep_basis else None,

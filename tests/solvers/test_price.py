@@ -77,6 +77,17 @@ def test_the_interior_points_price_is_the_optimums_finite_difference(kind):
         assert result.prices[name]["epsilon"] == pytest.approx(exact, rel=rel)
 
 
+@pytest.mark.parametrize("gap_tol", [1e-2, 1e-6])
+def test_column_generations_price_is_the_optimums_finite_difference(gap_tol):
+    """The quick start's DistP (column generation's last master LP: every privacy row, the columns
+    found): its rate is the LP's, whose optimum the master reaches, at either gap_tol."""
+    problem, _ = dp.load_config(Path(__file__).resolve().parents[2] / "configs" / "quickstart.toml")
+    result = dp.optimize(problem, method="cuts", gap_tol=gap_tol)
+    assert result.method == "cuts"
+    exact = _difference(problem, "home-vs-out", "epsilon")
+    assert result.prices["home-vs-out"]["epsilon"] == pytest.approx(exact, rel=1e-6)
+
+
 def test_the_price_of_delta_is_the_optimums_finite_difference():
     x = dp.Domain(tuple("abc"))
     problem = dp.Problem(x, x, 1 - np.eye(3), np.array([0.6, 0.3, 0.1]),
@@ -90,7 +101,7 @@ def test_the_price_of_delta_is_the_optimums_finite_difference():
 def test_the_frontier_csv_prices_each_budget_as_its_neighbours_differences_say(tmp_path):
     """A sweep over three close budgets (HiGHS at each): the middle row's price is the central
     difference of the certified losses on either side; the interior point's agrees; column
-    generation prices nothing."""
+    generation over output columns (pure pair bounds) prices nothing."""
     grid = dp.Domain.grid(4, 4, 1.0)
     prior = np.random.default_rng(1).dirichlet(np.full(16, 0.5))
     geo = dp.ExtendedDP(1.0, pairs=dp.problems.pairs_within(grid, 1.0), name="geo")
@@ -111,5 +122,5 @@ def test_the_frontier_csv_prices_each_budget_as_its_neighbours_differences_say(t
     assert again.resumed == 3 and [r["price"] for r in again.rows] == pytest.approx(prices)
     inner = dp.sweep(problem, [1.0], method="interior")  # its pair rows' multipliers
     assert inner.rows[0]["price"] == pytest.approx(prices[1], rel=1e-3)
-    other = dp.sweep(problem, [1.0], method="cuts")  # column generation prices nothing
-    assert math.isnan(other.rows[0]["price"])
+    other = dp.sweep(problem, [1.0], method="cuts")  # column generation over outputs prices nothing
+    assert other.rows[0]["method"] == "columns" and math.isnan(other.rows[0]["price"])
