@@ -579,6 +579,7 @@ class InteriorRun(Declared):
         return Chunk(self.iterations, gap, Status.CONVERGED if gap <= self.opt.gap_tol else Status.STALLED)
 
     def finish(self, status: Status) -> Outcome:
+        from diffpriv.solvers._columns import _pure_pairs
         from diffpriv.solvers._price import pair_prices
 
         if self.best is None:
@@ -586,7 +587,8 @@ class InteriorRun(Declared):
         a = np.zeros(self.cost.shape)  # the last iterate and its pair rows' multipliers, every output
         lam = np.zeros((self.pairs.p, self.cost.shape[1]))
         a[:, self.outs], lam[:, self.outs] = np.clip(self.a, 0.0, None), self.lam
-        priced = pair_prices(self.problem, a[self.pairs.back], lam)
+        pure = tuple(b for b in self.problem.blocks() if _pure_pairs(b))
+        priced = pair_prices(self.problem, a[self.pairs.back], lam, pure)
         return Outcome(self.best[1], self.bound, status, plan="interior", method=self.labels[0],
                        state=self.iterate(), prices=priced)
 

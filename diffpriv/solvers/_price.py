@@ -57,19 +57,17 @@ def prices(problem: Problem, table: np.ndarray, multipliers: np.ndarray,
     return out
 
 
-def pair_prices(problem: Problem, table: np.ndarray, multipliers: np.ndarray) -> dict[str, dict[str, float]]:
+def pair_prices(problem: Problem, table: np.ndarray, multipliers: np.ndarray,
+                pure: tuple) -> dict[str, dict[str, float]]:
     """``{constraint name: {"epsilon": dV/dε}}`` of the constraints made only of pure pair bounds
     (local and extended DP), from ``table`` ``[S·X, Y]`` (rows flattened) and the multipliers
-    ``[E, Y]`` of the pair rows ``a[i] − e^{ε_p} a[j] ≤ 0`` in the order of
-    :func:`._columns._edges`: ``dV/dε = −Σ_p s_p e^{ε_p} Σ_y λ_{p,y} a[j_p, y]`` over the rows
-    ``p`` of that constraint (``ε_p = ε·s_p``)."""
-    from diffpriv.solvers._columns import _pure_pairs
-
-    nx, rate, at, mixed = problem.shape[1], {}, 0, set()
-    for block in problem.blocks():
-        if not _pure_pairs(block):
-            mixed.add(block.constraint)
-            continue
+    ``[E, Y]`` of the pair rows ``a[i] − e^{ε_p} a[j] ≤ 0`` of the blocks ``pure`` (those of
+    ``problem.blocks()`` that are pure pair bounds, in order: :func:`._columns._edges`' rows):
+    ``dV/dε = −Σ_p s_p e^{ε_p} Σ_y λ_{p,y} a[j_p, y]`` over the rows ``p`` of that constraint
+    (``ε_p = ε·s_p``)."""
+    nx, rate, at = problem.shape[1], {}, 0
+    mixed = {b.constraint for b in problem.blocks() if not any(b is p for p in pure)}
+    for block in pure:
         ra, rb = block.rows(nx)
         eps = np.broadcast_to(np.asarray(block.eps, np.float64), ra.shape)
         scale = np.broadcast_to(np.asarray(block.scale, np.float64), ra.shape)
