@@ -24,7 +24,8 @@ Certification (numpy only, the trusted core): :func:`certify`, :func:`verify`,
 :class:`Certificate`. Solving: :func:`optimize` (JAX, loaded on first use; the configurable
 :class:`diffpriv.solvers.Optimizer` behind it), :func:`design` (optimize, then certify),
 :func:`sweep` (a privacy–utility frontier over one constraint's budget, certified at every
-point). Baselines: :func:`evaluate` (:mod:`diffpriv.mechanisms`). Deployment: :class:`Sampler`.
+point). Baselines: :func:`evaluate` (:mod:`diffpriv.mechanisms`). What a table or the raw data
+leak (vulnerability, leakage, the adversary's error): :func:`leakage`. Deployment: :class:`Sampler`.
 """
 
 from diffpriv._lazy import lazy_getattr
@@ -44,6 +45,7 @@ _LAZY = {
     "load_config": "diffpriv.config",
     "Sampler": "diffpriv.deploy",
     "evaluate": "diffpriv.mechanisms",
+    "leakage": "diffpriv._leakage",
     "Frontier": "diffpriv._sweep",
     "sweep": "diffpriv._sweep",
     "Design": "diffpriv._design",
@@ -70,5 +72,5 @@ __all__ = [
     # solving and certifying
     "optimize", "design", "Design", "sweep", "Frontier", "certify", "verify", "Certificate",
     # baselines and deployment
-    "evaluate", "Sampler",
+    "evaluate", "Sampler", "leakage",
 ]

@@ -11,6 +11,7 @@ from diffpriv.cli._certificate import certify, export, plot
 from diffpriv.cli._common import _fail
 from diffpriv.cli._deploy import audit, sample
 from diffpriv.cli._evaluate import evaluate
+from diffpriv.cli._leakage import leakage
 from diffpriv.cli._optimize import optimize, reference
 from diffpriv.cli._sweep import sweep
 
@@ -45,7 +46,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 # the order of --help
-for _command in (optimize, sweep, certify, export, plot, sample, audit, reference, evaluate):
+for _command in (optimize, sweep, certify, export, plot, sample, audit, leakage, reference, evaluate):
     app.command()(_command)
 
 

@@ -25,7 +25,7 @@ from diffpriv.problems._constraints import FAMILIES
 from diffpriv.problems._neighbours import count_pairs_within, pairs_within
 from diffpriv.problems._problem import Domain, Item, Problem, SpecError
 
-__all__ = ["MAX_PAIRS", "MAX_SPAN", "OptimizerOptions", "config_from_dict", "load_config"]
+__all__ = ["MAX_PAIRS", "MAX_SPAN", "OptimizerOptions", "config_from_dict", "config_gain", "load_config"]
 
 MAX_PAIRS = 1_000_000
 """Most pairs the constraints of a config list or expand to, in all (``pairs``, ``neighbours``,
@@ -361,3 +361,26 @@ def load_config(path: str | Path) -> tuple[Problem, OptimizerOptions]:
       ConfigError: the file is missing, is not valid TOML, or describes an invalid problem.
     """
     return config_from_dict(read_toml(path), base_dir=Path(path).parent)
+
+
+def config_gain(d: dict[str, Any], problem: Problem) -> np.ndarray | None:
+    """The gain ``[W, X]`` of the config's ``[leakage]`` table for ``problem`` (``d`` already
+    validated by :func:`config_from_dict`), or ``None`` where it gives none: ``gain`` (one row
+    per guess, one entry per input) or ``gain_within`` (:func:`diffpriv.measures._leakage.within_gain`).
+
+    Raises:
+      ConfigError: a row of ``gain`` without one entry per input.
+    """
+    from diffpriv.config._schema import LeakageCfg
+    from diffpriv.measures._leakage import within_gain
+
+    cfg = LeakageCfg.model_validate(d.get("leakage", {}))
+    if cfg.gain_within is not None:
+        return within_gain(problem.loss, cfg.gain_within)
+    if cfg.gain is None:
+        return None
+    n = problem.shape[1]
+    for w, row in enumerate(cfg.gain):
+        if len(row) != n:
+            raise ConfigError(f"leakage.gain[{w}]: has {len(row)} entries, expected {n} (one per input)")
+    return np.asarray(cfg.gain, np.float64)

@@ -28,7 +28,7 @@ from diffpriv.problems._objectives import OBJECTIVES
 from diffpriv.solvers._options import Options
 
 __all__ = ["MAX_CONSTRAINTS", "MAX_GRID_CELLS", "MAX_ITEMS", "MAX_LABELS", "MAX_PROFILES", "MAX_SEED",
-           "DomainCfg", "GridCfg", "ItemCfg", "LossCfg", "MechanismCfg", "OptimizerCfg", "ProfileCfg",
+           "DomainCfg", "GridCfg", "ItemCfg", "LeakageCfg", "LossCfg", "MechanismCfg", "OptimizerCfg", "ProfileCfg",
            "config_schema", "family_form", "objective_form", "one_line", "short"]
 
 # Limits: every input is bounded before anything is built from it (docs/cli.md, "Limits").
@@ -83,6 +83,19 @@ class ItemCfg(StrictModel):
     name: str
     profile: str | None = None
     distribution: DistributionCfg
+
+
+class LeakageCfg(StrictModel):
+    """``[leakage]``: the gain of ``diffpriv leakage``'s g-leakage (one of the two)."""
+
+    gain: list[list[Number]] | None = Field(default=None, min_length=1, max_length=MAX_LABELS)
+    gain_within: Number | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _one(self):
+        if self.gain is not None and self.gain_within is not None:
+            raise ValueError("give gain or gain_within, not both")
+        return self
 
 
 class MechanismCfg(StrictModel):
@@ -197,6 +210,7 @@ def _schema(families: tuple[type, ...], objectives: tuple[type, ...]) -> type[St
         items=(list[ItemCfg], Field(default=[], max_length=MAX_ITEMS)),
         constraints=(list[constraint], Field(default=[], max_length=MAX_CONSTRAINTS)),
         mechanism=(MechanismCfg, MechanismCfg()),
+        leakage=(LeakageCfg, LeakageCfg()),
         optimizer=(OptimizerCfg, OptimizerCfg()),
     )
 
