@@ -25,7 +25,8 @@ Certification (numpy only, the trusted core): :func:`certify`, :func:`verify`,
 :class:`diffpriv.solvers.Optimizer` behind it), :func:`design` (optimize, then certify),
 :func:`sweep` (a privacy–utility frontier over one constraint's budget, certified at every
 point). Baselines: :func:`evaluate` (:mod:`diffpriv.mechanisms`). What a table or the raw data
-leak (vulnerability, leakage, the adversary's error): :func:`leakage`. Deployment: :class:`Sampler`.
+leak (vulnerability, leakage, the adversary's error): :func:`leakage`; the privacy of K reports:
+:func:`compose`. Deployment: :class:`Sampler`.
 """
 
 from diffpriv._lazy import lazy_getattr
@@ -46,6 +47,7 @@ _LAZY = {
     "Sampler": "diffpriv.deploy",
     "evaluate": "diffpriv.mechanisms",
     "leakage": "diffpriv._leakage",
+    "compose": "diffpriv._compose",
     "Frontier": "diffpriv._sweep",
     "sweep": "diffpriv._sweep",
     "Design": "diffpriv._design",
@@ -72,5 +74,5 @@ __all__ = [
     # solving and certifying
     "optimize", "design", "Design", "sweep", "Frontier", "certify", "verify", "Certificate",
     # baselines and deployment
-    "evaluate", "Sampler", "leakage",
+    "evaluate", "Sampler", "leakage", "compose",
 ]

@@ -34,6 +34,7 @@ def leakage(problem: Problem, table=None, *, gain: np.ndarray | None = None) -> 
     if gain is not None:
         gain = np.asarray(gain, np.float64)
         if gain.ndim != 2 or gain.shape[1] != problem.shape[1]:
-            raise ValueError(f"gain: expected one row per guess of {problem.shape[1]} entries (one per input), "
+            raise ValueError(f"gain: expected one row per guess of {problem.shape[1]} entries (one per "
+                             "input), "
                              f"got shape {gain.shape}")
     return _measure(problem.prior, table, problem.loss, gain)

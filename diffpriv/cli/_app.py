@@ -9,6 +9,7 @@ from typer.core import TyperGroup, TyperOption
 
 from diffpriv.cli._certificate import certify, export, plot
 from diffpriv.cli._common import _fail
+from diffpriv.cli._compose import compose
 from diffpriv.cli._deploy import audit, sample
 from diffpriv.cli._evaluate import evaluate
 from diffpriv.cli._leakage import leakage
@@ -46,7 +47,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 # the order of --help
-for _command in (optimize, sweep, certify, export, plot, sample, audit, leakage, reference, evaluate):
+for _command in (optimize, sweep, certify, export, plot, sample, audit, leakage, compose, reference,
+                 evaluate):
     app.command()(_command)
 
 

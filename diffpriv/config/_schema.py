@@ -28,7 +28,8 @@ from diffpriv.problems._objectives import OBJECTIVES
 from diffpriv.solvers._options import Options
 
 __all__ = ["MAX_CONSTRAINTS", "MAX_GRID_CELLS", "MAX_ITEMS", "MAX_LABELS", "MAX_PROFILES", "MAX_SEED",
-           "DomainCfg", "GridCfg", "ItemCfg", "LeakageCfg", "LossCfg", "MechanismCfg", "OptimizerCfg", "ProfileCfg",
+           "DomainCfg", "GridCfg", "ItemCfg", "LeakageCfg", "LossCfg", "MechanismCfg", "OptimizerCfg",
+           "ProfileCfg",
            "config_schema", "family_form", "objective_form", "one_line", "short"]
 
 # Limits: every input is bounded before anything is built from it (docs/cli.md, "Limits").

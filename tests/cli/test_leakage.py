@@ -68,8 +68,8 @@ def test_the_configs_gain(runner, tmp_path):
 
 
 def test_a_certified_tables_leakage(runner, tmp_path):
-    config = _config(tmp_path, BASE_TOML.replace('kind = "distp"\nepsilon = 0.5', 'kind = "ldp"\nepsilon = 1.0')
-                     .replace('pairs = [["p", "q"]]', ""))
+    ldp = BASE_TOML.replace('kind = "distp"\nepsilon = 0.5', 'kind = "ldp"\nepsilon = 1.0')
+    config = _config(tmp_path, ldp.replace('pairs = [["p", "q"]]', ""))
     result = runner.invoke(app, ["evaluate", str(config), "-m", "krr", "--param", "epsilon=0.8",
                                  "--out", str(tmp_path / "krr")])
     assert result.exit_code == 0, result.output
@@ -95,7 +95,8 @@ def test_a_certified_tables_leakage(runner, tmp_path):
 ])
 def test_bad_input_is_one_line(runner, tmp_path, text, args, words):
     if "[outputs]" in text:  # outputs need their own loss: a matrix
-        text = text.replace('kind = "hamming"', "kind = \"matrix\"\nmatrix = [[0, 1, 1], [1, 0, 1], [1, 1, 0]]")
+        matrix = "kind = \"matrix\"\nmatrix = [[0, 1, 1], [1, 0, 1], [1, 1, 0]]"
+        text = text.replace('kind = "hamming"', matrix)
     result = runner.invoke(app, ["leakage", str(_config(tmp_path, text)), *args])
     assert words in _error_line(result)
 

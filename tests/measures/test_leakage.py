@@ -79,7 +79,8 @@ def _exact(prior, table, loss, gain):
 @pytest.mark.parametrize("seed", range(6))
 def test_every_measure_matches_exact_enumeration(seed):
     rng = np.random.default_rng(seed)
-    ns, nx, ny, nw = (int(v) for v in rng.integers(1, 4, size=1).tolist() + rng.integers(2, 6, size=3).tolist())
+    ns = int(rng.integers(1, 4))
+    nx, ny, nw = (int(v) for v in rng.integers(2, 6, size=3))
     prior = rng.dirichlet(np.ones(ns * nx)).reshape(ns, nx)
     prior[rng.random(prior.shape) < 0.3] = 0.0  # empty cells
     prior = prior / prior.sum() if prior.sum() > 0 else np.full((ns, nx), 1 / (ns * nx))
@@ -133,7 +134,8 @@ def test_negative_gains_have_no_multiplicative_leakage():
     table = np.eye(2)[None]
     m = leakage(prior, table, 1 - np.eye(2), gain=np.array([[1.0, -1.0], [-1.0, 1.0]]))
     assert math.isnan(m.g_leakage.multiplicative)
-    assert m.g_leakage.prior_vulnerability == 0.0 and m.g_leakage.posterior_vulnerability == pytest.approx(1.0)
+    assert m.g_leakage.prior_vulnerability == 0.0
+    assert m.g_leakage.posterior_vulnerability == pytest.approx(1.0)
     assert m.g_leakage.additive == pytest.approx(1.0)
 
 

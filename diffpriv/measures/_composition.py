@@ -1,0 +1,91 @@
+"""The privacy of ``K`` independent reports through one table, from its per-report levels.
+
+Each comparison of a claim is a pair of output laws ``(P, Q)``; ``K`` reports drawn independently
+(each from its own input, drawn afresh from the compared law, or, for pairs of inputs, from the
+same input) have the product laws ``(P^⊗K, Q^⊗K)``. What the product's level is, given only the
+per-report level:
+
+* pure ``ε`` (``δ = 0``): exactly ``K·ε`` (the log-ratios add; the worst output, repeated, attains it).
+* ``(ε, δ)``: the optimal composition theorem (Kairouz, Oh & Viswanath, ICML 2015, Thm. 3.3): every
+  ``(ε, δ)`` pair is dominated by ``P̃ = (δ, (1−δ)p, (1−δ)q, 0)``, ``Q̃ = (0, (1−δ)q, (1−δ)p, δ)``
+  (``p = e^ε/(1+e^ε)``, ``q = 1 − p``), so the ``K``-fold product meets ``(ε', δ_K(ε'))`` with
+
+      ``δ_K(ε') = 1 − (1−δ)^K + (1−δ)^K Σ_l C(K, l) (p^{K−l} q^l − e^{ε'} p^l q^{K−l})₊``,
+
+  and no better bound holds for every such pair (randomised response attains it). At ``ε' = K·ε``
+  this is ``1 − (1−δ)^K ≤ K·δ``; at a smaller ``ε'`` it is what ``δ`` buys (:func:`dp_epsilon`).
+* divergences of products: KL, reverse KL, Rényi and the max-divergence add (``K·D``, exact);
+  ``1 + χ²`` and the Bhattacharyya coefficient ``1 − H`` multiply (``(1 + D)^K − 1`` and
+  ``1 − (1 − D)^K``, exact); total variation is at most ``1 − (1 − D)^K`` (the product of the
+  maximal couplings; an upper bound).
+
+Floating point: :func:`dp_delta` sums its terms with ``math.fsum`` in logarithms and is rounded up by
+:data:`SLACK`; :func:`dp_epsilon` returns the upper end of a bisection. Everything here is a
+function of the certified per-report levels only.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["ADDITIVE", "SLACK", "divergence_level", "dp_delta", "dp_epsilon"]
+
+SLACK = 1e-12
+"""Relative amount :func:`dp_delta` is raised by (its float64 rounding, with room)."""
+ADDITIVE = ("kl", "reverse_kl", "renyi", "max")
+"""Divergences whose level of a product is the sum of its factors' levels."""
+
+
+def dp_delta(eps: float, delta: float, k: int, eps_out: float) -> float:
+    """``δ_K(ε')`` of the module docstring: an upper bound on the hockey-stick divergence at
+    ``eps_out`` of ``k`` independent reports through any pair meeting ``(eps, delta)``."""
+    if k < 1 or eps < 0 or not 0 <= delta <= 1 or math.isnan(eps_out):
+        raise ValueError(f"dp_delta: needs k ≥ 1, ε ≥ 0, 0 ≤ δ ≤ 1 (k={k}, ε={eps}, δ={delta})")
+    if math.isinf(eps):
+        return 1.0
+    log_p, log_q = -math.log1p(math.exp(-eps)), -math.log1p(math.exp(eps))  # ln p, ln q
+    terms = []
+    for l in range(k + 1):
+        log_c = math.lgamma(k + 1) - math.lgamma(l + 1) - math.lgamma(k - l + 1)
+        a = log_c + (k - l) * log_p + l * log_q  # ln C·p^{K−l} q^l
+        b = log_c + l * log_p + (k - l) * log_q + eps_out  # ln C·e^{ε'} p^l q^{K−l}
+        if a > b:
+            terms.append(math.exp(a) * -math.expm1(b - a))
+    kept = math.exp(k * math.log1p(-delta)) if delta < 1 else 0.0  # (1 − δ)^K
+    out = (1.0 - kept) + kept * math.fsum(terms)
+    return min(1.0, out * (1.0 + SLACK) + 1e-300)
+
+
+def dp_epsilon(eps: float, delta: float, k: int, delta_out: float) -> float:
+    """The least ``ε'`` with :func:`dp_delta` ``≤ delta_out`` (rounded up), ``+∞`` where
+    ``delta_out`` is below ``1 − (1 − δ)^K`` (no ``ε'`` reaches it)."""
+    if not 0 <= delta_out <= 1:
+        raise ValueError(f"dp_epsilon: δ' must be in [0, 1], got {delta_out}")
+    top = k * eps
+    if dp_delta(eps, delta, k, top) > delta_out:
+        return math.inf
+    lo, hi = 0.0, top
+    if dp_delta(eps, delta, k, lo) <= delta_out:
+        return 0.0
+    for _ in range(200):  # δ_K decreases in ε': bisect to the float64 grid
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if dp_delta(eps, delta, k, mid) <= delta_out:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def divergence_level(name: str, level: float, k: int) -> tuple[float, bool]:
+    """``(level of k independent reports, exact)`` for a divergence ``name`` (the names of
+    :data:`diffpriv.measures._divergences.NAMES`) at per-report ``level`` (module docstring);
+    ``exact`` is False for total variation, whose figure is an upper bound."""
+    if name in ADDITIVE:
+        return k * level, True
+    if name == "chi2":
+        return (math.inf if math.isinf(level) else math.expm1(k * math.log1p(level))), True
+    if name in ("hellinger", "tv"):
+        return -math.expm1(k * math.log1p(-min(level, 1.0))) if level < 1 else 1.0, name == "hellinger"
+    raise ValueError(f"divergence_level: no composition rule for divergence {name!r}")
