@@ -61,7 +61,7 @@ def json_schema() -> dict[str, Any]:
                               sorted(s._PROBLEM_KEYS)}}
     domain = {"type": "object", "additionalProperties": False, "required": ["labels"],
               "properties": {"labels": {"type": "array", "items": {"type": "string"}}, "coords": {},
-                             "units": {"type": "string"}}}
+                             "units": {"type": "string"}, "geo": {"type": "object"}}}
     nullable = {"anyOf": [*array["anyOf"], {"type": "null"}]}
     problem["properties"].update(inputs=domain, outputs=domain, loss=array, prior=array,
                                  support=nullable, input_metric=nullable,

@@ -242,7 +242,7 @@ _REPAIR = {"t": _NUMBER, "nu": _or_null(_LIST), "strategy": _STR}
 # The problem's JSON form (diffpriv.problems._json): the keys each object may have.
 _PROBLEM_KEYS = frozenset({"inputs", "outputs", "loss", "prior", "profiles", "items",
                            "constraints", "support", "input_metric", "objective"})
-_DOMAIN_KEYS = frozenset({"labels", "coords", "units"})
+_DOMAIN_KEYS = frozenset({"labels", "coords", "units", "geo"})
 _ITEM_KEYS = frozenset({"name", "profile", "dist"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 

@@ -34,14 +34,25 @@ def _sampler(file: Path, exact: bool, run_utility: bool):
 
 def sample(
     file: Annotated[Path, typer.Argument(help="certificate.json whose table to sample.")],
-    input: Annotated[str, typer.Option("--input", help="The true input's label.")],
+    input: Annotated[str | None, typer.Option("--input", help="The true input's label.")] = None,
+    point: Annotated[str | None, typer.Option(
+        "--point", help="LAT,LON: the true input as a point in degrees (a grid over a bbox): its "
+                        "cell.")] = None,
     n: Annotated[int, typer.Option("-n", help="How many reports to draw.")] = 1,
     profile: Annotated[str | None, typer.Option(help="The profile's name (if there are several).")] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write [default: stdout].")] = None,
     exact: Annotated[bool, typer.Option(help="Verify in exact arithmetic first.")] = False,
     run_utility: Annotated[bool, RUN_UTILITY] = False,
+    coords: Annotated[str | None, typer.Option(
+        help="Write each report as LAT,LON (a grid over a bbox): 'centre' of the reported cell, or "
+             "'uniform' in it (after the report is drawn: the privacy is the cell's).")] = None,
 ) -> None:
     """Draw N reports of a user whose true value is INPUT, one output label per line.
+
+    --point LAT,LON gives the true value as a point in degrees instead (the input grid is over a
+    bbox: grid = { bbox = [...], cell_km = ... }); --coords centre|uniform writes each report
+    as the latitude and longitude of the reported cell's centre, or of a point drawn uniformly
+    in that cell.
 
     The certificate is verified first (exit 1, nothing written, if a claim fails) and must be
     dyadic (optimize, reference and evaluate write such certificates): each report is a uniform
@@ -50,10 +61,19 @@ def sample(
     """
     if not 0 <= n <= MAX_DRAWS:
         _fail(f"-n: must be between 0 and {MAX_DRAWS:,}, got {n}")
+    if (input is None) == (point is None):
+        _fail("--input: give the true input's label (--input) or its point (--point LAT,LON), one of them")
+    if coords not in (None, "centre", "uniform"):
+        _fail(f"--coords: expected centre or uniform, got {coords!r}")
     if out is not None:
         _check_out_file(out)
     sampler = _sampler(file, exact, run_utility)
     from diffpriv.deploy import SamplerError
+
+    if point is not None:
+        input = _point_label(sampler.problem.inputs, point)
+    if coords is not None and sampler.problem.outputs.geo is None:
+        _fail("--coords: the outputs are not a grid over latitude and longitude (grid = { bbox = [...] })")
 
     try:
         sampler.sample(input, 0, profile=profile)  # names a bad --input or --profile first
@@ -63,7 +83,11 @@ def sample(
     def chunks():
         for lo in range(0, n, _CHUNK):
             draws = sampler.sample(input, min(_CHUNK, n - lo), profile=profile)
-            yield "\n".join(map(str, sampler.labels(draws))) + "\n"
+            if coords is None:
+                yield "\n".join(map(str, sampler.labels(draws))) + "\n"
+                continue
+            lat, lon = sampler.problem.outputs.latlon(draws, uniform=coords == "uniform")
+            yield "".join(f"{a:.6f},{b:.6f}\n" for a, b in zip(lat, lon, strict=True))
 
     if out is None:
         for text in chunks():
@@ -73,6 +97,20 @@ def sample(
         for text in chunks():
             f.write(text)
     typer.echo(f"wrote {out} ({n:,} reports of input {input!r})", err=True)
+
+
+def _point_label(inputs, point: str) -> str:
+    """The label of the input cell that holds ``LAT,LON``, or exit 2."""
+    try:
+        lat, lon = (float(v) for v in point.split(","))
+    except ValueError:
+        _fail(f"--point: expected LAT,LON in degrees, got {point!r}")
+    if inputs.geo is None:
+        _fail("--point: the inputs are not a grid over latitude and longitude (grid = { bbox = [...] })")
+    cell = int(inputs.cell_of(lat, lon))
+    if cell < 0:
+        _fail(f"--point: ({lat:g}, {lon:g}) lies outside the grid's bbox")
+    return inputs.labels[cell]
 
 
 def audit(

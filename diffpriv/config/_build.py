@@ -78,6 +78,10 @@ def _domain(field: str, cfg) -> Domain:
         if cfg.coords is not None:
             raise ConfigError(f"{field}.coords: a grid has its own coordinates (cell centres)")
         g = cfg.grid
+        if g.bbox is not None:
+            if cfg.units not in ("", "km"):
+                raise ConfigError(f"{field}.units: a grid over a bbox is in km, got {cfg.units!r}")
+            return Domain.from_bbox(g.bbox, g.cell_km)
         if not g.cell * math.hypot(g.rows, g.cols) <= MAX_SPAN:
             raise ConfigError(f"{field}.grid.cell: {g.rows} × {g.cols} cells of {g.cell:g} span more "
                               f"than the {MAX_SPAN:g} allowed (squared distances would overflow "
@@ -308,7 +312,7 @@ def _build(cfg, base_dir: Path) -> Problem:
     ]
     profiles, prior = _profiles(cfg, xs, dists, owners, base_dir)
     items = tuple(Item(it.name, d, s) for it, d, s in zip(cfg.items, dists, owners, strict=True))
-    pairs = _Pairs(xs, None if cfg.inputs.grid is None else cfg.inputs.grid.cell,
+    pairs = _Pairs(xs, None if cfg.inputs.grid is None else cfg.inputs.grid.side,
                    tuple(it.name for it in items))
     constraints = [_constraint(i, c, pairs) for i, c in enumerate(cfg.constraints)]
     _unique("constraints", [c.name for c in constraints], "constraint")

@@ -165,8 +165,51 @@ def _parse_rows(field: str, name: str, lines: list[str], first: int,
     return rows, shape
 
 
+LATITUDE = ("lat", "latitude")
+LONGITUDE = ("lon", "lng", "long", "longitude")
+"""Column names (any case) that make a points file's rows latitude and longitude in degrees."""
+
+
+class LatLonPoints(np.ndarray):
+    """Points read as ``[n, 2]`` (latitude, longitude) in degrees, not in the domain's coordinates."""
+
+
+def _latlon_header(first: str) -> tuple[int, int, int] | None:
+    """``(latitude column, longitude column, columns)`` where the header names both, else None."""
+    names = [c.strip().strip('"').strip().lower() for c in next(csv.reader([first.strip("\r")]), [])]
+    lat = [i for i, c in enumerate(names) if c in LATITUDE]
+    lon = [i for i, c in enumerate(names) if c in LONGITUDE]
+    return (lat[0], lon[0], len(names)) if len(lat) == 1 and len(lon) == 1 else None
+
+
+def _read_latlon(field: str, name: str, text: str, header: tuple[int, int, int]) -> LatLonPoints:
+    """The latitude and longitude columns of a CSV file whose header names them (other columns,
+    numeric or not, are ignored); a bad row is a ConfigError naming its line."""
+    ilat, ilon, width = header
+    out = []
+    for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if line == 1 or not row or not any(c.strip() for c in row):
+            continue
+        if len(row) != width:
+            raise ConfigError(f"{field}: {name} line {line} has {len(row)} columns, the header {width}")
+        try:
+            lat, lon = float(row[ilat]), float(row[ilon])
+        except ValueError:
+            raise ConfigError(f"{field}: {name} line {line}: latitude and longitude must be numbers, "
+                              f"got {row[ilat].strip()!r}, {row[ilon].strip()!r}") from None
+        if not (-90 <= lat <= 90 and -180 <= lon <= 180):
+            raise ConfigError(f"{field}: {name} line {line}: ({lat:g}, {lon:g}) is not a latitude and "
+                              "longitude in degrees")
+        out.append((lat, lon))
+    if not out:
+        raise ConfigError(f"{field}: no points")
+    return np.asarray(out, np.float64).view(LatLonPoints)
+
+
 def _read_points(field: str, path: Path) -> np.ndarray:
-    """The points in a CSV file, one per row; a first line that is not numeric is a header.
+    """The points in a CSV file, one per row; a first line that is not numeric is a header. A
+    header that names a latitude and a longitude column (:data:`LATITUDE`, :data:`LONGITUDE`)
+    makes them the points, in degrees (:class:`LatLonPoints`), whatever the other columns hold.
 
     Only a regular file of at most :data:`MAX_POINTS_FILE_BYTES` is read (never a FIFO or a
     device), with lines of at most :data:`MAX_POINTS_LINE` characters. It is parsed in chunks of
@@ -182,6 +225,9 @@ def _read_points(field: str, path: Path) -> np.ndarray:
         raise ConfigError(f"{field}: cannot read {str(path)!r} (not UTF-8 text: {e.reason} at "
                           f"byte {e.start})") from None
     del data
+    header = _latlon_header(text[:MAX_POINTS_LINE + 2].split("\n", 1)[0])
+    if header is not None:
+        return _read_latlon(field, path.name, text, header)
     name, chunks, shape, start, line = path.name, [], None, 0, 1
     while start < len(text):
         end = text.find("\n", min(start + _CHUNK, len(text)))
@@ -232,12 +278,33 @@ def _histogram(field: str, cfg: DistributionCfg, xs: Domain, base_dir: Path) -> 
         else:
             key = "points_file"
             pts = _read_points(f"{field}.points_file", base_dir / cfg.points_file)
+        if isinstance(pts, LatLonPoints):
+            return _weighted(field, key, cfg, _latlon_cells(f"{field}.{key}", xs, pts, cfg.points_file), xs)
         idx = _tree(_coords(f"{field}.{key}", xs, pts.shape[1])).query(pts)[1]
         far = np.flatnonzero(idx == xs.size)  # the distance overflows: no nearest input found
         if far.size:
             where = f"point {far[0]}" if key == "points" else f"point {far[0]} of {cfg.points_file}"
             raise ConfigError(f"{field}.{key}: {where} is too far from every input for float64 "
                               "(its squared distance overflows)")
+    return _weighted(field, key, cfg, idx, xs)
+
+
+def _latlon_cells(field: str, xs: Domain, pts: np.ndarray, file: str) -> np.ndarray:
+    """The cell of each point given in degrees; a ConfigError where the inputs are no grid over
+    latitude and longitude, or a point lies outside it."""
+    if xs.geo is None:
+        raise ConfigError(f"{field}: {file} holds latitudes and longitudes: the inputs need a grid over "
+                          "them, grid = { bbox = [west, south, east, north], cell_km = ... }")
+    idx = xs.cell_of(pts[:, 0], pts[:, 1])
+    out = np.flatnonzero(idx < 0)
+    if out.size:
+        raise ConfigError(f"{field}: point {out[0]} of {file} ({pts[out[0], 0]:g}, {pts[out[0], 1]:g}) lies "
+                          "outside the grid's bbox")
+    return idx
+
+
+def _weighted(field: str, key: str, cfg: DistributionCfg, idx: np.ndarray, xs: Domain) -> np.ndarray:
+    """The histogram of the points' inputs ``idx`` with ``cfg``'s weights and smoothing."""
     w = np.ones(idx.size) if cfg.weights is None else np.asarray(cfg.weights, dtype=np.float64)
     if w.shape != idx.shape or np.any(w < 0):
         raise ConfigError(f"{field}.weights: need {idx.size} numbers >= 0, one per point")

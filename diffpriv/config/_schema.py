@@ -50,16 +50,34 @@ Pair = Annotated[list[str], Field(min_length=2, max_length=2)]
 
 
 class GridCfg(StrictModel):
-    rows: int = Field(ge=1)
-    cols: int = Field(ge=1)
+    rows: int | None = Field(default=None, ge=1)
+    cols: int | None = Field(default=None, ge=1)
     cell: Number = Field(default=1.0, gt=0)
+    bbox: list[Number] | None = Field(default=None, min_length=4, max_length=4,
+                                      description="[west, south, east, north] in degrees")
+    cell_km: Number | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _not_too_large(self) -> GridCfg:
-        n = self.rows * self.cols
-        if n > MAX_GRID_CELLS:
-            raise ValueError(f"{self.rows} × {self.cols} = {n} cells, at most {MAX_GRID_CELLS} allowed")
+        if self.bbox is not None or self.cell_km is not None:
+            if self.bbox is None or self.cell_km is None or {"rows", "cols", "cell"} & self.model_fields_set:
+                raise ValueError("give rows, cols (and cell), or bbox and cell_km")
+            from diffpriv.problems._geo import bbox_grid
+
+            geo = bbox_grid(self.bbox, self.cell_km)
+            rows, cols = geo.rows, geo.cols
+        elif self.rows is None or self.cols is None:
+            raise ValueError("give rows, cols (and cell), or bbox and cell_km")
+        else:
+            rows, cols = self.rows, self.cols
+        if rows * cols > MAX_GRID_CELLS:
+            raise ValueError(f"{rows} × {cols} = {rows * cols} cells, at most {MAX_GRID_CELLS} allowed")
         return self
+
+    @property
+    def side(self) -> float:
+        """The cells' side: ``cell_km`` over a bounding box, else ``cell``."""
+        return self.cell if self.cell_km is None else self.cell_km
 
 
 class DomainCfg(StrictModel):

@@ -10,6 +10,7 @@ stores its large arrays in a binary file beside its JSON). numpy only.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping
@@ -19,6 +20,7 @@ import numpy as np
 
 from diffpriv.problems._checks import SpecError
 from diffpriv.problems._constraints import constraint_from_dict
+from diffpriv.problems._geo import LatLon
 from diffpriv.problems._problem import Domain, Item, Problem
 
 __all__ = ["ARRAY_FIELDS", "DIGEST_LIMIT", "LEGACY_DIGEST_LIMIT", "array_digest", "array_fields",
@@ -72,7 +74,17 @@ def _domain_from_dict(d: Any, where: str) -> Domain:
         units = _get(d, "units", where, "")
         if not isinstance(units, str):
             raise SpecError(f"{where}.units: expected a string, got {type(units).__name__}")
-        return Domain(labels, _get(d, "coords", where, None), units)
+        geo = _get(d, "geo", where, None)
+        if geo is not None:
+            geo = _mapping(geo, f"{where}.geo")
+            keys = {f.name for f in dataclasses.fields(LatLon)}
+            if set(geo) != keys:
+                raise SpecError(f"{where}.geo: expected the keys {sorted(keys)}, got {sorted(geo)}")
+            try:
+                geo = LatLon(**{k: (int(v) if k in ("rows", "cols") else float(v)) for k, v in geo.items()})
+            except (TypeError, ValueError) as e:
+                raise SpecError(f"{where}.{e}") from None
+        return Domain(labels, _get(d, "coords", where, None), units, geo)
     except SpecError as e:  # Domain does not know its role: name it
         raise SpecError(str(e).replace("domain.", f"{where}.", 1)) from None
 
@@ -106,9 +118,10 @@ def problem_to_dict(p: Problem, *, arrays: bool = False) -> dict[str, Any]:
         a = np.ascontiguousarray(a)  # as a reader rebuilds it: memory layout changes float sums
         return a if arrays else array_to_list(a)
 
-    def domain(dom) -> dict[str, Any]:  # units only when given: older readers accept the rest
+    def domain(dom) -> dict[str, Any]:  # units and geo only when given: older readers accept the rest
         units = {"units": dom.units} if dom.units else {}
-        return {"labels": list(dom.labels), "coords": array(dom.coords), **units}
+        geo = {"geo": dom.geo.to_dict()} if dom.geo is not None else {}
+        return {"labels": list(dom.labels), "coords": array(dom.coords), **units, **geo}
 
     return {
         "inputs": domain(p.inputs),

@@ -28,6 +28,7 @@ from diffpriv.problems._checks import (
     check_distribution,
 )
 from diffpriv.problems._constraints import FAMILIES, DistP, ExtendedDP, LocalDP
+from diffpriv.problems._geo import LatLon, bbox_grid
 from diffpriv.problems._objectives import Objective, objective_from_json
 
 __all__ = [
@@ -48,11 +49,14 @@ __all__ = [
 @dataclasses.dataclass(frozen=True, eq=False)
 class Domain:
     """A finite domain: unique labels and, optionally, coordinates ``[n, d]`` for each point and
-    the coordinates' unit (``"km"``; display only: axis labels)."""
+    the coordinates' unit (``"km"``; display only: axis labels). A grid over latitude and
+    longitude (:meth:`from_bbox`) also holds its projection ``geo`` (:class:`._geo.LatLon`), which
+    maps points in degrees to cells and cells back to degrees."""
 
     labels: tuple[str, ...]
     coords: np.ndarray | None = None
     units: str = ""
+    geo: LatLon | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "labels", _check_labels("domain.labels", self.labels))
@@ -69,6 +73,12 @@ class Domain:
             object.__setattr__(self, "coords", c)
         if not isinstance(self.units, str) or len(self.units) > 32 or not self.units.isprintable():
             raise SpecError(f"domain.units: expected a short printable string, got {self.units!r}")
+        if self.geo is not None:
+            if not isinstance(self.geo, LatLon):
+                raise SpecError(f"domain.geo: expected a LatLon projection, got {type(self.geo).__name__}")
+            if self.geo.rows * self.geo.cols != len(self.labels) or self.coords is None:
+                raise SpecError(f"domain.geo: a {self.geo.rows} × {self.geo.cols} grid needs as many "
+                                f"labels and coordinates, got {len(self.labels)}")
 
     @property
     def size(self) -> int:
@@ -91,6 +101,58 @@ class Domain:
         coords = np.stack([(c.ravel() + 0.5) * cell, (r.ravel() + 0.5) * cell], axis=1)
         labels = tuple(f"r{i}c{j}" for i, j in zip(r.ravel(), c.ravel(), strict=True))
         return Domain(labels, coords, units)
+
+    @staticmethod
+    def from_bbox(bbox, cell_km: float) -> Domain:
+        """A grid of square cells of ``cell_km`` covering ``bbox`` = ``[west, south, east,
+        north]`` in degrees (:mod:`._geo`: equirectangular about its middle latitude); coordinates
+        are the cells' centres in km from the south-west corner, and ``geo`` their projection."""
+        try:
+            geo = bbox_grid(bbox, float(cell_km))
+        except (TypeError, ValueError) as e:
+            raise SpecError(f"domain.grid.{e}") from None
+        grid = Domain.grid(geo.rows, geo.cols, geo.cell, "km")
+        return Domain(grid.labels, grid.coords, "km", geo)
+
+    def _geo(self, what: str) -> LatLon:
+        if self.geo is None:
+            raise SpecError(f"{what}: needs a grid over latitude and longitude (Domain.from_bbox, or "
+                            "grid = { bbox = [...], cell_km = ... } in a config)")
+        return self.geo
+
+    def cell_of(self, lat, lon) -> np.ndarray:
+        """The cell (its index) that holds each point given in degrees; -1 outside the grid."""
+        return self._geo("cell_of").cell_of(lat, lon)
+
+    def latlon(self, index, uniform: bool = False, rng: np.random.Generator | None = None):
+        """``(lat, lon)`` in degrees of the cells ``index``: their centres, or with ``uniform`` a
+        point drawn uniformly in each cell (in the projection's km) by ``rng``."""
+        geo, index = self._geo("latlon"), np.asarray(index, np.int64)
+        xy = self.coords[index]
+        if uniform:
+            rng = np.random.default_rng() if rng is None else rng
+            xy = xy + (rng.random(xy.shape) - 0.5) * geo.cell
+        return geo.to_latlon(xy[..., 0], xy[..., 1])
+
+    def histogram(self, lat, lon, weights=None, smoothing: float = 0.0) -> np.ndarray:
+        """The distribution over the cells of points given in degrees (``lat``, ``lon``: arrays or
+        a DataFrame's columns), each weighted (default 1), plus ``smoothing`` in every cell;
+        points outside the grid are a SpecError."""
+        lat, lon = np.asarray(lat, np.float64).ravel(), np.asarray(lon, np.float64).ravel()
+        if lat.shape != lon.shape:
+            raise SpecError(f"histogram: {lat.size} latitudes but {lon.size} longitudes")
+        idx = self.cell_of(lat, lon)
+        out = np.flatnonzero(idx < 0)
+        if out.size:
+            raise SpecError(f"histogram: point {out[0]} ({lat[out[0]]:g}, {lon[out[0]]:g}) lies outside "
+                            "the grid")
+        w = np.ones(idx.size) if weights is None else np.asarray(weights, np.float64).ravel()
+        if w.shape != idx.shape or not np.all(np.isfinite(w)) or np.any(w < 0) or not smoothing >= 0:
+            raise SpecError("histogram: needs one finite weight ≥ 0 per point and smoothing ≥ 0")
+        counts = np.bincount(idx, weights=w, minlength=self.size) + smoothing
+        if counts.sum() <= 0:
+            raise SpecError("histogram: the points carry no weight")
+        return counts / counts.sum()
 
     def distances(self, other: Domain) -> np.ndarray:
         """Euclidean distances ``[n_self, n_other]`` between coordinates (see :func:`euclidean`:
