@@ -4,13 +4,14 @@ and the seeds' mechanisms and classic baselines as tables (numpy), registered by
 :func:`compare`).
 
 Registered: ``krr``, ``planar_laplace``, ``planar_gaussian``, ``restricted_laplace``
-(:mod:`._baselines`), ``coupling`` (:mod:`._coupling`), ``one_bit_cluster``,
+(:mod:`._baselines`), ``planar_laplace_continuous``, ``planar_laplace_remap`` (:mod:`._continuous`),
+``coupling`` (:mod:`._coupling`), ``one_bit_cluster``,
 ``smooth_one_bit``, ``smooth_categorical`` (:mod:`._profile_based`). The tupling mechanism
 outputs tuples, not a table over the outputs: :func:`evaluate_tupling` (:mod:`._tupling`).
 """
 
 from diffpriv._lazy import lazy_getattr
-from diffpriv.mechanisms import _baselines, _coupling, _profile_based  # noqa: F401  (register)
+from diffpriv.mechanisms import _baselines, _continuous, _coupling, _profile_based  # noqa: F401  (register)
 from diffpriv.mechanisms._coupling import (
     CouplingError,
     barycenter,
