@@ -96,6 +96,7 @@ def main() -> int:
                                               ("budget", "certified_loss", "lower_bound", "status", "ok")},
                          **{f"{b}_loss": r.get(f"{b}_loss", math.nan) for b in ALL_BASELINES}})
     write_csv(out / "frontiers.csv", rows)
+    (out / "table.md").write_text(_table(frontiers["pure"].rows))
     mechs = tupling_points(runs["approx"][0], samples, args.seed) + coupling_points(profiles, args.seed)
     write_csv(out / "mechanisms.csv", mechs)
     _plot(frontiers, mechs, [out / "frontiers.pdf", out / "frontiers.png"], n)
@@ -199,6 +200,19 @@ def coupling_points(problem: dp.Problem, seed: int) -> list[dict]:
                      "value": math.nan if m is None else m, "epsilon": max(cert.constraints[0].level, 0.0),
                      "delta": 0.0, "how": "certified", "loss_km": cert.loss})
     return rows
+
+
+def _table(rows) -> str:
+    """The pure DistP frontier as the markdown table of experiments/README.md (every budget)."""
+    names = {"krr": "randomized response", "planar_laplace": "planar Laplace",
+             "planar_gaussian": "planar Gaussian"}
+    lines = ["| ε | diffpriv (certified) | " + " | ".join(names[b] for b in BASELINES) + " |",
+             "|---:|---:|" + "---:|" * len(BASELINES)]
+    for r in rows:
+        cells = [f"{r['budget']:.3g}", f"{r['certified_loss']:.3g}",
+                 *(f"{r[f'{b}_loss']:.3g}" for b in BASELINES)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _plot(frontiers, mechs, paths, n: int) -> None:

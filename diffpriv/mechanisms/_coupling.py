@@ -10,7 +10,12 @@ mechanism reports ``y`` for input ``x`` with probability
 * If ``λ̂_s = λ_s`` then ``C[s]#λ_s = μ`` for every ``s``: the output reveals nothing about the
   profile (every divergence between profiles is 0).
 * If ``D∞(λ̂_s‖λ_s) ≤ ε`` and ``D∞(λ_s‖λ̂_s) ≤ ε`` for every ``s``, the output laws are
-  ``(2ε, D∞)``-, ``(2εe^ε, KL)``- and ``(e^ε f(e^{2ε}), D_f)``-distribution private (their Thm. 3).
+  ``(2ε, D∞)``- and ``(2εe^ε, KL)``-distribution private (their Thm. 3, parts 1–2). Part 3,
+  ``(e^ε f(e^{2ε}), D_f)``, holds where ``f(e^{2ε}) ≥ f(e^{−2ε})`` — KL, TV, χ², Hellinger — but
+  not for every f-divergence: for reverse KL (``f = −ln t``) the bound ``−2εe^ε`` is negative, and
+  fails for any two different laws. Every output ratio lies in ``[e^{−2ε}, e^{2ε}]``, so for any
+  convex ``f`` with ``f(1) = 0`` the level is at most ``max(f(e^{2ε}), f(e^{−2ε}))`` (``2ε`` for
+  reverse KL), within part 3's bound where that holds (``tests/mechanisms/test_coupling.py``).
 * The *utility-optimal* mechanism uses an optimal coupling for the cost ``c = L`` (the problem's
   loss), so its expected loss under ``λ̂_s`` is ``W_c(λ̂_s, μ)`` (their Prop. 2). The
   *worst-case* variant uses a bottleneck coupling: its largest reported cost is ``W∞(λ̂_s, μ)``.

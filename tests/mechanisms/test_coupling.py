@@ -195,6 +195,12 @@ def test_theorem3_bounds_for_approximate_knowledge(seed, size):
         for name in ("tv", "chi2", "hellinger"):
             bound = math.exp(eps) * float(F[name](np.exp(2 * eps)))
             assert f_divergence(p, q, F[name]) <= bound + tol, name
+        # part 3 does not hold for reverse KL (f = −ln t): its bound e^ε·f(e^{2ε}) = −2εe^ε < 0;
+        # every ratio lies in [e^{−2ε}, e^{2ε}], so the level is at most max f there = 2ε
+        reverse = f_divergence(p, q, lambda t: -np.log(t))
+        assert reverse <= 2 * eps + tol
+        if np.abs(p - q).max() > 1e-9:
+            assert reverse > math.exp(eps) * -2 * eps  # the paper's bound, which fails
     if lam.shape[0] > 1:  # the certifier's exact level for the true λ next to the bound 2ε
         nx, ny = cost.shape
         dom_x = dp.Domain(tuple(f"x{i}" for i in range(nx)))
