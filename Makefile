@@ -64,3 +64,4 @@ experiments: $(STAMP)
 	$(PY) experiments/sacramento.py --out out/experiments/sacramento
 	$(PY) experiments/coupling_estimate.py --out out/experiments/coupling_estimate
 	$(PY) experiments/tupling_tables.py --out out/experiments/tupling
+	$(PY) experiments/wdp_continuous.py --out out/experiments/wdp_continuous/table.md

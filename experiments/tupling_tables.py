@@ -64,8 +64,15 @@ def least_true(pred, lo: float, hi: float, steps: int = 30) -> float:
     return hi
 
 
-def table2(problem, radius: float, samples: int, seed: int) -> list[dict]:
-    k, base = 10, dp.mechanisms.MECHANISMS["restricted_laplace"](problem, epsilon=10.0, radius=radius)
+DEGREE_PER_SEED_CELL = 0.0103
+"""Degrees in one of the seed's 1 km regions of Manhattan (40.7° N): 0.0090° of latitude, 0.0119°
+of longitude; their geometric mean. The seed's ε_A and r read in degrees are per this much."""
+
+
+def table2(problem, radius: float, samples: int, seed: int, scale: float = 1.0) -> list[dict]:
+    """``scale``: ε_A's unit in km (1: per km; the degrees reading: per degree, in this grid's km)."""
+    eps_a = 10.0 / scale
+    k, base = 10, dp.mechanisms.MECHANISMS["restricted_laplace"](problem, epsilon=eps_a, radius=radius)
     p0, p1 = _laws(problem, base, k)
     beta, n_out = float(max(p0.max(), p1.max())), problem.shape[2]  # Λ's least β with η = 0
     rows = []
@@ -80,12 +87,13 @@ def table2(problem, radius: float, samples: int, seed: int) -> list[dict]:
 
         rows.append({"delta": delta, "theorem3_epsilon": least_true(theorem, 0.0, 50.0),
                      "empirical_epsilon": least_true(measured, 0.0, 10.0, steps=20), "k": k,
-                     "base_epsilon": 10.0, "radius_km": radius, "beta": beta, "samples": samples})
+                     "base_epsilon": eps_a, "radius_km": radius, "beta": beta, "samples": samples})
     return rows
 
 
-def table3(problem, radius: float, samples: int, seed: int, max_k: int = 20) -> list[dict]:
-    base = dp.mechanisms.MECHANISMS["restricted_laplace"](problem, epsilon=100.0, radius=radius)
+def table3(problem, radius: float, samples: int, seed: int, max_k: int = 20, scale: float = 1.0) -> list[dict]:
+    eps_a = 100.0 / scale
+    base = dp.mechanisms.MECHANISMS["restricted_laplace"](problem, epsilon=eps_a, radius=radius)
     rows = []
     for eps in (0.25, 0.5, 1.0, 1.5):
         need = None
@@ -96,7 +104,7 @@ def table3(problem, radius: float, samples: int, seed: int, max_k: int = 20) -> 
                 need = k
                 break
         rows.append({"epsilon": eps, "delta": 0.001, "dummies_needed": need if need else f">{max_k}",
-                     "base_epsilon": 100.0, "radius_km": radius, "samples": samples})
+                     "base_epsilon": eps_a, "radius_km": radius, "samples": samples})
     return rows
 
 
@@ -105,6 +113,10 @@ def main() -> int:
     ap.add_argument("--out", default="out/tupling", help="output folder")
     ap.add_argument("--grid", type=int, default=10, help="cells per side")
     ap.add_argument("--radius", type=float, default=1.5, help="the base's radius r, in cells")
+    ap.add_argument("--units", choices=("km", "degrees"), default="km",
+                    help="read the seed's ε_A (10, 100) and r = 0.020 per km (ε_A per km, --radius in "
+                         "cells) or per degree (both scaled to the seed's 1 km regions: r = 0.020° ≈ 1.94 of "
+                         "them, ε_A per 1/0.0103 of a region)")
     ap.add_argument("--samples", type=int, default=20_000, help="Monte Carlo tuples per direction")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--pseudo", type=float, default=0.2,
@@ -112,16 +124,20 @@ def main() -> int:
     args = ap.parse_args()
     problem = _problem(args.grid, args.pseudo)
     cell = float(problem.inputs.coords[1, 0] - problem.inputs.coords[0, 0])
-    radius = args.radius * cell
-    t2 = table2(problem, radius, args.samples, args.seed)
-    t3 = table3(problem, radius, args.samples, args.seed)
+    radius, scale = args.radius * cell, 1.0
+    if args.units == "degrees":  # the seed's cells are this grid's cells: a degree is 1/0.0103 of them
+        scale = cell / DEGREE_PER_SEED_CELL  # km of this grid per degree of the seed
+        radius = 0.020 * scale * (1 + 1e-9)
+    t2 = table2(problem, radius, args.samples, args.seed, scale)
+    t3 = table3(problem, radius, args.samples, args.seed, scale=scale)
     out = pathlib.Path(args.out)
     write_csv(out / "table2.csv", t2)
     write_csv(out / "table3.csv", t3)
     lines = [f"Sacramento {args.grid}×{args.grid} (cells of {cell:.2f} km, {args.pseudo:g} pseudo-sales per "
              "cell), expensive vs cheap homes; "
              f"restricted Laplace base with r = {radius:.2f} km; {args.samples} Monte Carlo tuples per "
-             "direction.", "",
+             f"direction; the seed's ε_A and r read per {'degree' if args.units == 'degrees' else 'km'} "
+             f"(ε_A = {t2[0]['base_epsilon']:.4g} and {t3[0]['base_epsilon']:.4g} per km here).", "",
              "Table 2 analogue (k = 10, ε_A = 10): ε of (ε, δ)-DistP", "",
              "| | δ = 0.001 | δ = 0.01 | δ = 0.1 |", "|---|---:|---:|---:|",
              "| Theorem 3 | " + " | ".join(f"{r['theorem3_epsilon']:.4g}" for r in t2) + " |",

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from diffpriv.cli._common import _fail, _read_certificate, console
+from diffpriv.cli._common import _fail, _read_certificate, _user_errors, console
 
 
 def _eps(value: float) -> str:
@@ -61,7 +61,11 @@ def compose(
         _fail(f"--reports: must be an integer from 1 to {MAX_REPORTS:,}, got {reports}")
     if delta is not None and not 0 <= delta <= 1:
         _fail(f"--delta: must be in [0, 1], got {delta}")
+    from diffpriv.problems._size import admit
+
     checked = _read_certificate(file)
+    with _user_errors():
+        admit(checked.problem, "certifier")  # the levels are the certifier's
     rows = composed(checked.problem, checked.table, reports, delta=delta)
     if json_:
         typer.echo(json.dumps(jsonable({"file": str(file), "reports": reports, "delta": delta,

@@ -38,6 +38,10 @@ def _raw(config: Path) -> tuple[Problem, np.ndarray, np.ndarray | None]:
     if problem.outputs.labels != problem.inputs.labels:
         _fail(f"{config}: outputs: the raw data report each input as itself, so the outputs must be "
               "the inputs (they differ here); give a certificate to measure its table")
+    from diffpriv.problems._size import admit
+
+    with _user_errors():
+        admit(problem, "certifier")  # before the identity table is built
     return problem, identity_table(problem.shape), gain
 
 
@@ -118,12 +122,16 @@ def leakage(
 
     if gain_within is not None and not (math.isfinite(gain_within) and gain_within >= 0):
         _fail(f"--gain-within: must be a finite number ≥ 0, got {gain_within}")
+    from diffpriv.problems._size import admit
+
     if file.suffix.lower() == ".toml":
         problem, table, gain = _raw(file)
         source = RAW
     else:
         checked = _read_certificate(file)
         problem, table, gain, source = checked.problem, checked.table, None, "certificate"
+    with _user_errors():
+        admit(problem, "certifier")  # the levels are the certifier's
     if gain_within is not None:
         from diffpriv.measures._leakage import within_gain
 

@@ -104,3 +104,9 @@ def test_bad_input_is_one_line(runner, tmp_path, text, args, words):
 def test_a_missing_certificate_is_one_line(runner, tmp_path):
     result = runner.invoke(app, ["leakage", str(tmp_path / "nothing.json")])
     assert "nothing.json" in _error_line(result)
+
+
+def test_a_problem_beyond_the_memory_limit_is_one_line(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("DIFFPRIV_MEMORY_LIMIT", str(2**10))
+    result = runner.invoke(app, ["leakage", str(_config(tmp_path))])
+    assert "limit" in _error_line(result)
