@@ -91,7 +91,8 @@ def table2(problem, radius: float, samples: int, seed: int, scale: float = 1.0) 
     return rows
 
 
-def table3(problem, radius: float, samples: int, seed: int, max_k: int = 20, scale: float = 1.0) -> list[dict]:
+def table3(problem, radius: float, samples: int, seed: int, max_k: int = 20,
+           scale: float = 1.0) -> list[dict]:
     eps_a = 100.0 / scale
     base = dp.mechanisms.MECHANISMS["restricted_laplace"](problem, epsilon=eps_a, radius=radius)
     rows = []
