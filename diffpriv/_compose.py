@@ -15,6 +15,10 @@ __all__ = ["Composed", "compose"]
 
 MAX_REPORTS = 10**6
 """Most reports :func:`compose` takes (the (ε, δ) rule sums ``K + 1`` terms per evaluation)."""
+PLD_PAIRS = 512
+"""Most comparisons of a claim whose own privacy-loss distributions :func:`compose` composes
+(:func:`diffpriv.measures._composition.pld_epsilon`, one FFT per pair and direction); a claim with
+more gets the optimal composition theorem's figure alone."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,8 +30,11 @@ class Composed:
       per_report: its certified level per report: ``{"epsilon": ε}`` (pure; per unit of distance for
         extended DP), ``{"epsilon": ε, "delta": δ}`` ((ε, δ): δ the certified level at the budget ε)
         or ``{"level": D}`` (a divergence).
-      composed: the same for ``K`` reports (``epsilon``, ``delta``, or ``level``), plus
-        ``epsilon_at_delta`` where a target δ' is asked (the least ε' with δ_K(ε') ≤ δ').
+      composed: the same for ``K`` reports (``epsilon``, ``delta``, or ``level``), plus, where a
+        target δ' is asked, ``epsilon_at_delta``: an ε' whose δ_K(ε') is at most δ', the smaller of
+        the optimal composition theorem's (``theorem_epsilon``: every mechanism meeting the claim)
+        and that of the table's own privacy-loss distributions (``pld_epsilon``, where the claim
+        has at most :data:`PLD_PAIRS` comparisons; ``None`` otherwise).
       rule: how (the rules of :mod:`diffpriv.measures._composition`); ``None``: no rule applies.
       exact: whether ``composed`` is the level of the product (else an upper bound on it).
       same_input: distribution privacy only: the pure level of ``K`` reports that all come from
@@ -108,7 +115,9 @@ def compose(problem: Problem, table, reports: int, *, delta: float | None = None
       ValueError: ``reports`` outside ``1 … 10⁶``, ``delta`` outside ``[0, 1]``, or a table of the
         wrong shape.
     """
+    from diffpriv.certification._laws import output_laws
     from diffpriv.certification._summary import constraint_levels
+    from diffpriv.problems._blocks import budgets
 
     if not (isinstance(reports, int | np.integer) and 1 <= reports <= MAX_REPORTS):
         raise ValueError(f"reports: must be an integer from 1 to {MAX_REPORTS:,}, got {reports!r}")
@@ -119,8 +128,21 @@ def compose(problem: Problem, table, reports: int, *, delta: float | None = None
         raise ValueError(f"table: expected shape {problem.shape}, got {table.shape}")
     k = int(reports)
     out = []
+    blocks = problem.blocks()
+    owner = budgets(blocks).constraint
     with np.errstate(all="ignore"):
         levels = constraint_levels(problem, table)
+
+    def at_delta(c, eps: float, per_delta: float) -> dict:
+        theorem = rules.dp_epsilon(eps, per_delta, k, delta)
+        ks = np.flatnonzero(owner == c.index)
+        pld = None
+        if ks.size <= PLD_PAIRS:
+            P, Q = output_laws(table, blocks)
+            pld = rules.pld_epsilon(P[ks], Q[ks], k, delta)
+        best = theorem if pld is None else min(theorem, pld)
+        return {"epsilon_at_delta": best, "theorem_epsilon": theorem, "pld_epsilon": pld}
+
     for c in levels:
         family = problem.constraints[c.index]
         divergence = getattr(family, "divergence", None)
@@ -129,13 +151,13 @@ def compose(problem: Problem, table, reports: int, *, delta: float | None = None
             per, comp = {"epsilon": c.level}, {"epsilon": k * c.level, "delta": 0.0}
             rule, exact = "K·ε (pure levels add)", True
             if delta is not None:
-                comp["epsilon_at_delta"] = rules.dp_epsilon(c.level, 0.0, k, delta)
+                comp |= at_delta(c, c.level, 0.0)
         elif c.kind in ("distp", "ldp"):
             per = {"epsilon": c.epsilon, "delta": c.level}
             comp = {"epsilon": k * c.epsilon, "delta": rules.dp_delta(c.epsilon, c.level, k, k * c.epsilon)}
             rule, exact = "optimal composition (Kairouz, Oh & Viswanath 2015)", False
             if delta is not None:
-                comp["epsilon_at_delta"] = rules.dp_epsilon(c.epsilon, c.level, k, delta)
+                comp |= at_delta(c, c.epsilon, c.level)
         elif c.kind == "xdp":
             per, comp = {"epsilon": c.level}, {"epsilon": k * c.level, "delta": 0.0}
             rule, exact = "K·ε per unit of distance (pure levels add)", True

@@ -45,7 +45,9 @@ def compose(
     The per-report levels are recomputed from the table (the certificate's stored numbers are not
     read). Pure levels add (K·ε, exact); an (ε,δ) claim composes by the optimal composition theorem
     (Kairouz, Oh & Viswanath 2015: the least δ any mechanism meeting the claim can give K reports,
-    1 − (1 − δ)^K at K·ε, and with --delta D the least ε' whose δ is at most D); KL, reverse KL,
+    1 − (1 − δ)^K at K·ε). With --delta D, pure and (ε,δ) claims also get an ε' whose δ is at most
+    D: the smaller of the theorem's and that of the table's own privacy-loss distributions (losses
+    rounded up to a grid, composed by FFT; claims of at most 512 comparisons); KL, reverse KL,
     Rényi and max-divergence levels add, 1 + χ² and 1 − Hellinger multiply (exact), total
     variation is at most 1 − (1 − TV)^K. Reports are independent: for distribution privacy, each
     report's input is drawn afresh from the compared distribution; where all K reports come from

@@ -29,9 +29,12 @@ def test_k_reports_of_randomized_response(runner, krr):
     (row,) = json.loads(result.stdout)["constraints"]
     assert row["per_report"]["epsilon"] == pytest.approx(0.8, abs=1e-9)
     assert row["composed"]["epsilon"] == pytest.approx(24.0, abs=1e-8) and row["exact"]
-    assert row["composed"]["epsilon_at_delta"] == pytest.approx(dp_epsilon(row["per_report"]["epsilon"], 0.0,
-                                                                           30, 1e-6))
-    assert row["composed"]["epsilon_at_delta"] < 24.0
+    c = row["composed"]
+    assert c["theorem_epsilon"] == pytest.approx(dp_epsilon(row["per_report"]["epsilon"], 0.0, 30, 1e-6))
+    # randomized response on 3 values: one output of ratio 1 between two rows, so the table's own
+    # loss distribution proves less than the binary worst case does
+    assert c["pld_epsilon"] < c["theorem_epsilon"] < 24.0
+    assert c["epsilon_at_delta"] == c["pld_epsilon"]
     text = runner.invoke(app, ["compose", str(krr), "-k", "30", "--delta", "1e-6"]).stdout
     assert "30 reports" in text and "ε=24" in text and "pure levels add" in text
 

@@ -166,3 +166,47 @@ def test_approximate_and_divergence_claims():
         dp.compose(problem, TABLE, 0)
     with pytest.raises(ValueError, match="delta"):
         dp.compose(problem, TABLE, 2, delta=1.5)
+
+
+def _exact_epsilon(P, Q, k, target):
+    """The least ε' with δ(ε') ≤ target for the k-fold products, both directions, by bisection on
+    the enumerated laws."""
+    Pk, Qk = _product(P, k), _product(Q, k)
+
+    def delta(e):
+        return max(float(hockey_stick(Pk, Qk, e)), float(hockey_stick(Qk, Pk, e)))
+
+    lo, hi = 0.0, float(k * max(pure_level(P, Q), 1e-9))
+    if delta(lo) <= target:
+        return 0.0
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if delta(mid) <= target else (mid, hi)
+    return hi
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_tables_own_loss_distribution_bounds_k_reports(seed):
+    from diffpriv.measures._composition import PLD_STEP, pld_epsilon
+
+    rng = np.random.default_rng(200 + seed)
+    n, k = int(rng.integers(2, 5)), int(rng.integers(2, 6))
+    P, Q = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n))
+    eps = float(pure_level(P, Q))
+    for target in (1e-3, 1e-1):
+        exact = _exact_epsilon(P, Q, k, target)
+        ours = pld_epsilon(P, Q, k, target)
+        assert exact - 1e-9 <= ours <= exact + (k + 1) * PLD_STEP + 1e-9  # an upper bound, within the grid
+        assert ours <= dp_epsilon(eps, 0.0, k, target) + (k + 1) * PLD_STEP
+
+
+def test_compose_takes_the_smaller_of_the_two_bounds():
+    import diffpriv as dp
+
+    problem = _problem('[[constraints]]\nkind = "distp"\nepsilon = 5.0\npairs = [["p", "q"]]\n')
+    (row,) = dp.compose(problem, TABLE, 8, delta=1e-4)
+    c = row.composed
+    assert c["epsilon_at_delta"] == min(c["theorem_epsilon"], c["pld_epsilon"])
+    assert c["pld_epsilon"] < c["theorem_epsilon"]  # a table whose worst ratio is rare
+    P, Q = problem.items[0].dist @ TABLE[0], problem.items[1].dist @ TABLE[0]
+    assert c["pld_epsilon"] >= _exact_epsilon(P, Q, 8, 1e-4) - 1e-9
