@@ -95,6 +95,9 @@ def divergence_level(name: str, level: float, k: int) -> tuple[float, bool]:
 
 PLD_BINS = 1 << 20
 """Most bins of a K-fold privacy-loss distribution (:func:`pld_epsilon`); the grid step grows to fit."""
+PLD_WORK = 1 << 25
+"""Most bins of all the pairs' K-fold distributions of one call together (about a minute of FFTs
+on the 2-core CPU at the most): the step grows with the pairs' count beyond it."""
 PLD_STEP = 1e-3
 """The finest step of the privacy-loss grid (nats)."""
 FFT_SLACK = 1e-12
@@ -111,16 +114,17 @@ def pld_epsilon(P, Q, k: int, delta_out: float) -> float:
     dominating pair's :func:`dp_epsilon` for the same levels, often far below it: a table whose
     worst ratio is rare leaks little on average."""
     P, Q = np.atleast_2d(np.asarray(P, np.float64)), np.atleast_2d(np.asarray(Q, np.float64))
+    bins = max(1 << 12, min(PLD_BINS, PLD_WORK // (2 * P.shape[0])))
     worst = 0.0
     for p, q in ((P, Q), (Q, P)):
         for a, b in zip(p, q, strict=True):
-            worst = max(worst, _pld_one(a, b, k, delta_out))
+            worst = max(worst, _pld_one(a, b, k, delta_out, bins))
             if math.isinf(worst):
                 return worst
     return worst
 
 
-def _pld_one(p: np.ndarray, q: np.ndarray, k: int, delta_out: float) -> float:
+def _pld_one(p: np.ndarray, q: np.ndarray, k: int, delta_out: float, bins: int = PLD_BINS) -> float:
     """:func:`pld_epsilon` for one direction of one pair."""
     both, only = (p > 0) & (q > 0), (p > 0) & (q == 0)
     p_inf = float(p[only].sum())
@@ -131,7 +135,7 @@ def _pld_one(p: np.ndarray, q: np.ndarray, k: int, delta_out: float) -> float:
     if loss.size == 0:
         return 0.0
     span = float(loss.max() - loss.min()) if loss.size else 0.0
-    step = max(PLD_STEP, (k * span + 2.0) / PLD_BINS)
+    step = max(PLD_STEP, (k * span + 2.0) / bins)
     idx = np.ceil(loss / step).astype(np.int64)  # rounded up: pessimistic
     lo = int(idx.min())
     pmf = np.bincount(idx - lo, weights=p[both])
@@ -145,9 +149,10 @@ def _pld_one(p: np.ndarray, q: np.ndarray, k: int, delta_out: float) -> float:
         return 0.0
     g, w = grid[keep], composed[keep]
     tail = np.cumsum(w[::-1])[::-1]  # Σ_{S ≥ i} pmf(S)
-    scaled = np.cumsum((w * np.exp(-g))[::-1])[::-1]  # Σ_{S ≥ i} pmf(S) e^{−S}
+    with np.errstate(divide="ignore"):
+        log_scaled = np.logaddexp.accumulate((np.log(w) - g)[::-1])[::-1]  # ln Σ_{S ≥ i} pmf(S) e^{−S}
     # δ at ε' = g[i − 1] (the grid point below g[i]; ε' = 0 before the first): the terms S > ε'
     eps_at = np.r_[0.0, g[:-1]]
-    delta = tail - np.exp(eps_at) * scaled + floor + FFT_SLACK
+    delta = tail - np.exp(np.minimum(eps_at + log_scaled, 0.0)) + floor + FFT_SLACK
     ok = np.flatnonzero(delta <= delta_out)
     return float(eps_at[ok[0]]) if ok.size else float(g[-1])
