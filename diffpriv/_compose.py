@@ -135,11 +135,10 @@ def compose(problem: Problem, table, reports: int, *, delta: float | None = None
 
     def at_delta(c, eps: float, per_delta: float) -> dict:
         theorem = rules.dp_epsilon(eps, per_delta, k, delta)
-        ks = np.flatnonzero(owner == c.index)
         pld = None
-        if ks.size <= PLD_PAIRS:
-            P, Q = output_laws(table, blocks)
-            pld = rules.pld_epsilon(P[ks], Q[ks], k, delta)
+        if np.count_nonzero(owner == c.index) <= PLD_PAIRS:  # the claim's own comparisons' laws
+            P, Q = output_laws(table, tuple(b for b in blocks if b.constraint == c.index))
+            pld = rules.pld_epsilon(P, Q, k, delta)
         best = theorem if pld is None else min(theorem, pld)
         return {"epsilon_at_delta": best, "theorem_epsilon": theorem, "pld_epsilon": pld}
 
