@@ -95,23 +95,15 @@ def test_against_dp_accounting(eps, k):
 
 # -- dp.compose on problems and tables --------------------------------------------------------
 
-def _problem(constraint: str, items=True):
+def _problem(constraint: str):
+    """Three labels, Hamming loss, items p and q with disjoint corners, and ``constraint``."""
     import tomllib
 
     from diffpriv.config import config_from_dict
+    from tests._configs import BASE_TOML
 
-    text = """
-[inputs]
-labels = ["a", "b", "c"]
-[loss]
-kind = "hamming"
-[[items]]
-name = "p"
-distribution = [0.6, 0.4, 0.0]
-[[items]]
-name = "q"
-distribution = [0.0, 0.3, 0.7]
-""" + constraint
+    text = (BASE_TOML.split("[[constraints]]")[0].replace("[0.5, 0.3, 0.2]", "[0.6, 0.4, 0.0]")
+            .replace("[0.2, 0.3, 0.5]", "[0.0, 0.3, 0.7]") + constraint)
     return config_from_dict(tomllib.loads(text))[0]
 
 
