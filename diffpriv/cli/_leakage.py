@@ -21,12 +21,11 @@ RAW = "raw data"
 """The ``source`` of a config's leakage: each input reported as itself."""
 
 
-def _raw(config: Path) -> tuple[Problem, np.ndarray, np.ndarray | None]:
-    """A config's problem, its identity table and its ``[leakage]`` gain; exit 2 on a bad config
-    or one whose outputs are not its inputs."""
+def _raw(config: Path) -> tuple[Problem, np.ndarray | None]:
+    """A config's problem and its ``[leakage]`` gain; exit 2 on a bad config or one whose outputs
+    are not its inputs (the raw data's table, built after the size admission, is the identity)."""
     from diffpriv.config import config_from_dict, config_gain
     from diffpriv.config._toml import read_toml
-    from diffpriv.measures._leakage import identity_table
 
     with _user_errors():
         try:
@@ -38,19 +37,15 @@ def _raw(config: Path) -> tuple[Problem, np.ndarray, np.ndarray | None]:
     if problem.outputs.labels != problem.inputs.labels:
         _fail(f"{config}: outputs: the raw data report each input as itself, so the outputs must be "
               "the inputs (they differ here); give a certificate to measure its table")
-    from diffpriv.problems._size import admit
-
-    with _user_errors():
-        admit(problem, "certifier")  # before the identity table is built
-    return problem, identity_table(problem.shape), gain
+    return problem, gain
 
 
 def _hints(problem: Problem, rows: list[dict[str, Any]], source: str) -> list[str]:
     """What an infinite level means, and what shortens it, for each such constraint."""
     out = []
     for row, c in zip(rows, problem.constraints, strict=True):
-        if math.isfinite(row["level"]) and not (row["epsilon_at_delta"] is not None
-                                                and not math.isfinite(row["epsilon_at_delta"])):
+        levels = (row["level"], row["epsilon_at_delta"] or 0.0)
+        if all(math.isfinite(v) for v in levels):
             continue
         what = "the raw data" if source == RAW else "the table"
         if getattr(c, "pairs_of", "") == "items":
@@ -125,13 +120,16 @@ def leakage(
     from diffpriv.problems._size import admit
 
     if file.suffix.lower() == ".toml":
-        problem, table, gain = _raw(file)
-        source = RAW
+        (problem, gain), table, source = _raw(file), None, RAW
     else:
         checked = _read_certificate(file)
         problem, table, gain, source = checked.problem, checked.table, None, "certificate"
     with _user_errors():
-        admit(problem, "certifier")  # the levels are the certifier's
+        admit(problem, "certifier")  # the levels are the certifier's; before the identity is built
+    if table is None:
+        from diffpriv.measures._leakage import identity_table
+
+        table = identity_table(problem.shape)
     if gain_within is not None:
         from diffpriv.measures._leakage import within_gain
 

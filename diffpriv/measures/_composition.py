@@ -38,24 +38,40 @@ ADDITIVE = ("kl", "reverse_kl", "renyi", "max")
 """Divergences whose level of a product is the sum of its factors' levels."""
 
 
-def dp_delta(eps: float, delta: float, k: int, eps_out: float) -> float:
-    """``δ_K(ε')`` of the module docstring: an upper bound on the hockey-stick divergence at
-    ``eps_out`` of ``k`` independent reports through any pair meeting ``(eps, delta)``."""
-    if k < 1 or eps < 0 or not 0 <= delta <= 1 or math.isnan(eps_out):
-        raise ValueError(f"dp_delta: needs k ≥ 1, ε ≥ 0, 0 ≤ δ ≤ 1 (k={k}, ε={eps}, δ={delta})")
-    if math.isinf(eps):
-        return 1.0
+def _binomial_logs(eps: float, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ln C(K, l)·p^{K−l} q^l, ln C(K, l)·p^l q^{K−l})`` for ``l = 0 … K`` (the dominating
+    pair's K-fold laws, :func:`dp_delta`), each binomial coefficient by ``math.lgamma``."""
     log_p, log_q = -math.log1p(math.exp(-eps)), -math.log1p(math.exp(eps))  # ln p, ln q
-    terms = []
-    for l in range(k + 1):
-        log_c = math.lgamma(k + 1) - math.lgamma(l + 1) - math.lgamma(k - l + 1)
-        a = log_c + (k - l) * log_p + l * log_q  # ln C·p^{K−l} q^l
-        b = log_c + l * log_p + (k - l) * log_q + eps_out  # ln C·e^{ε'} p^l q^{K−l}
-        if a > b:
-            terms.append(math.exp(a) * -math.expm1(b - a))
+    top = math.lgamma(k + 1)
+    log_c = np.array([top - math.lgamma(l + 1) - math.lgamma(k - l + 1) for l in range(k + 1)])
+    l = np.arange(k + 1)
+    return log_c + (k - l) * log_p + l * log_q, log_c + l * log_p + (k - l) * log_q
+
+
+def _delta(logs: tuple[np.ndarray, np.ndarray], delta: float, k: int, eps_out: float) -> float:
+    """:func:`dp_delta` from the laws' logarithms."""
+    a, b = logs[0], logs[1] + eps_out
+    on = a > b
+    terms = np.exp(a[on]) * -np.expm1(b[on] - a[on])
     kept = math.exp(k * math.log1p(-delta)) if delta < 1 else 0.0  # (1 − δ)^K
     out = (1.0 - kept) + kept * math.fsum(terms)
     return min(1.0, out * (1.0 + SLACK) + 1e-300)
+
+
+def _checked(eps: float, delta: float, k: int) -> None:
+    if k < 1 or eps < 0 or not 0 <= delta <= 1:
+        raise ValueError(f"dp_delta: needs k ≥ 1, ε ≥ 0, 0 ≤ δ ≤ 1 (k={k}, ε={eps}, δ={delta})")
+
+
+def dp_delta(eps: float, delta: float, k: int, eps_out: float) -> float:
+    """``δ_K(ε')`` of the module docstring: an upper bound on the hockey-stick divergence at
+    ``eps_out`` of ``k`` independent reports through any pair meeting ``(eps, delta)``."""
+    _checked(eps, delta, k)
+    if math.isnan(eps_out):
+        raise ValueError("dp_delta: ε' is NaN")
+    if math.isinf(eps):
+        return 1.0
+    return _delta(_binomial_logs(eps, k), delta, k, eps_out)
 
 
 def dp_epsilon(eps: float, delta: float, k: int, delta_out: float) -> float:
@@ -63,17 +79,21 @@ def dp_epsilon(eps: float, delta: float, k: int, delta_out: float) -> float:
     ``delta_out`` is below ``1 − (1 − δ)^K`` (no ``ε'`` reaches it)."""
     if not 0 <= delta_out <= 1:
         raise ValueError(f"dp_epsilon: δ' must be in [0, 1], got {delta_out}")
+    _checked(eps, delta, k)
+    if math.isinf(eps):
+        return math.inf if delta_out < 1 else 0.0
+    logs = _binomial_logs(eps, k)  # once: each bisection step is one pass over them
     top = k * eps
-    if dp_delta(eps, delta, k, top) > delta_out:
+    if _delta(logs, delta, k, top) > delta_out:
         return math.inf
     lo, hi = 0.0, top
-    if dp_delta(eps, delta, k, lo) <= delta_out:
+    if _delta(logs, delta, k, lo) <= delta_out:
         return 0.0
     for _ in range(200):  # δ_K decreases in ε': bisect to the float64 grid
         mid = 0.5 * (lo + hi)
         if mid <= lo or mid >= hi:
             break
-        if dp_delta(eps, delta, k, mid) <= delta_out:
+        if _delta(logs, delta, k, mid) <= delta_out:
             hi = mid
         else:
             lo = mid

@@ -29,7 +29,8 @@ import math
 
 import numpy as np
 
-__all__ = ["GLeakage", "Leakage", "g_leakage", "identity_table", "joint", "leakage", "within_gain"]
+__all__ = ["GLeakage", "Leakage", "best_guesses", "g_leakage", "identity_table", "joint", "leakage",
+           "within_gain"]
 
 CHUNK = 1 << 24
 """Entries of ``Jᵀ L`` formed at once for the adversary's error (``|Y|²`` in all)."""
@@ -92,11 +93,18 @@ def g_leakage(marginal: np.ndarray, j: np.ndarray, gain: np.ndarray) -> GLeakage
     return GLeakage(before, after, ratio, after - before)
 
 
-def _least_error(j: np.ndarray, loss: np.ndarray) -> float:
-    """``Σ_y min_ŷ Σ_x J[x, y] L[x, ŷ]``, ``Jᵀ L`` formed a block of observed outputs at a time."""
+def best_guesses(j: np.ndarray, loss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each observed output ``y`` the guess ``ŷ`` of least ``Σ_x J[x, y] L[x, ŷ]`` (the first of
+    ties) and that least value, ``([Y], [Y])``: the Bayes adversary's guesses and their expected
+    losses; ``Jᵀ L`` formed a block of observed outputs at a time (:data:`CHUNK`)."""
     ny = j.shape[1]
     step = max(1, CHUNK // max(loss.shape[1], 1))
-    return float(sum(np.sum(np.min(j[:, y0:y0 + step].T @ loss, axis=1)) for y0 in range(0, ny, step)))
+    guess, value = np.empty(ny, np.int64), np.empty(ny)
+    for y0 in range(0, ny, step):
+        block = j[:, y0:y0 + step].T @ loss
+        guess[y0:y0 + step] = np.argmin(block, axis=1)
+        value[y0:y0 + step] = np.take_along_axis(block, guess[y0:y0 + step, None], axis=1)[:, 0]
+    return guess, value
 
 
 def leakage(prior: np.ndarray, table: np.ndarray, loss: np.ndarray,
@@ -115,6 +123,6 @@ def leakage(prior: np.ndarray, table: np.ndarray, loss: np.ndarray,
         multiplicative_leakage=ratio,
         min_entropy_leakage=math.log2(ratio),
         prior_adversary_error=float(np.min(marginal @ loss)),
-        adversary_error=_least_error(j, loss),
+        adversary_error=float(np.sum(best_guesses(j, loss)[1])),
         g_leakage=None if gain is None else g_leakage(marginal, j, gain),
     )

@@ -124,10 +124,12 @@ def remap(problem, table: np.ndarray) -> np.ndarray:
     """``table`` followed by the optimal remapping (module docstring): each output ``y`` sent to
     ``argmin_ŷ Σ_x π(x) A[s, x, y] L[x, ŷ]`` summed over the profiles ``s`` (one map for everyone:
     it sees only the report), ties to the first. Outputs no one reports keep themselves."""
+    from diffpriv.measures._leakage import best_guesses, joint
+
     table = np.asarray(table, np.float64)
-    joint = np.einsum("sx,sxy->xy", problem.prior, table)  # [X, Y]
-    best = np.argmin(joint.T @ problem.loss, axis=1)  # [Y]: the remapped output of each report
-    best = np.where(joint.sum(axis=0) > 0, best, np.arange(table.shape[2]))
+    j = joint(problem.prior, table)  # [X, Y]
+    best = best_guesses(j, problem.loss)[0]  # [Y]: the remapped output of each report
+    best = np.where(j.sum(axis=0) > 0, best, np.arange(table.shape[2]))
     out = np.zeros_like(table)
     np.add.at(out, (slice(None), slice(None), best), table)
     return out
